@@ -1,0 +1,39 @@
+// Bun peer for the Flight hello benchmark (bench/flight_hello.py).
+//
+// Uses Bun.serve's native `routes` table, as Flight's Bun port does, so the
+// measurement covers Bun's own router rather than a hand-written `fetch` switch.
+// The handlers build a fresh Response per request (like the Node peer and the
+// Rust server) instead of a static `new Response(...)` route value, which Bun
+// would serve from a precomputed buffer without running any JS at all.
+//
+// Contract (byte-identical body and content-type with hello-node.mjs):
+//   GET /api/hello -> 200 {"message":"Hello from Flight!"}  application/json
+//   GET /healthz   -> 200 {"status":"ok"}                   application/json
+//   anything else  -> 404 {"error":"not found"}             application/json
+// Env: PORT (default 3000), HOSTNAME (default 127.0.0.1).
+
+const HELLO = JSON.stringify({ message: "Hello from Flight!" });
+const HEALTH = JSON.stringify({ status: "ok" });
+const NOT_FOUND = JSON.stringify({ error: "not found" });
+// Set explicitly: Response.json() would add ";charset=utf-8" and the peers must match.
+const JSON_HEADERS = { "content-type": "application/json" };
+
+const json = (body: string, status = 200) => new Response(body, { status, headers: JSON_HEADERS });
+
+const server = Bun.serve({
+  port: Number(process.env.PORT ?? 3000),
+  hostname: process.env.HOSTNAME ?? "127.0.0.1",
+  // Development mode adds error pages and checks; a benchmark peer runs as in production.
+  development: false,
+  routes: {
+    // Method-keyed so other methods fall through to `fetch` and get the JSON 404.
+    "/api/hello": { GET: () => json(HELLO) },
+    "/healthz": { GET: () => json(HEALTH) },
+  },
+  fetch() {
+    return json(NOT_FOUND, 404);
+  },
+});
+
+// One line once listening: the harness polls HTTP for readiness, a person reads this.
+console.log(`bun ${Bun.version} listening on http://${server.hostname}:${server.port}`);

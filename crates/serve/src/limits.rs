@@ -1,0 +1,74 @@
+use std::time::Duration;
+
+/// Serving limits and worker count shared by every server. Flattened into each binary's config; the env var of
+/// each field is `<BINARY PREFIX>_<FIELD>` (see [`crate::parse_or_exit`]), e.g. `FLIGHT_WORKERS`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Worker threads, each with its own runtime and SO_REUSEPORT listener. Default: the CPUs this process may
+    /// run on (its affinity mask), so `taskset -c 0` gives one.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub workers: Option<u16>,
+    /// Seconds a client has to send a complete request head.
+    #[arg(long, default_value_t = 10)]
+    pub header_timeout: u64,
+    /// Seconds an idle keep-alive connection (no request in flight, no bytes arriving) stays open.
+    #[arg(long, default_value_t = 5)]
+    pub keep_alive_timeout: u64,
+    /// Largest request head (request line and headers) in bytes; larger gets 431. At least 8192.
+    #[arg(long, default_value_t = 16 * 1024, value_parser = clap::value_parser!(u32).range(8192..=1024 * 1024))]
+    pub max_header_bytes: u32,
+    /// Largest request body in bytes; larger gets 413 (before reading, when Content-Length says so).
+    #[arg(long, default_value_t = 1024 * 1024)]
+    pub body_limit: u64,
+    /// Seconds to let in-flight requests finish after SIGTERM/SIGINT before connections are cut.
+    #[arg(long, default_value_t = 10)]
+    pub shutdown_timeout: u64,
+}
+
+impl ServeArgs {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            workers: self.workers.map(usize::from).unwrap_or_else(default_workers),
+            header_timeout: Duration::from_secs(self.header_timeout.max(1)),
+            keep_alive_timeout: Duration::from_secs(self.keep_alive_timeout.max(1)),
+            max_header_bytes: self.max_header_bytes as usize,
+            body_limit: self.body_limit,
+            shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
+            peer_addr: false,
+        }
+    }
+}
+
+/// Resolved limits, as the server uses them. Tests build these directly.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub workers: usize,
+    pub header_timeout: Duration,
+    pub keep_alive_timeout: Duration,
+    pub max_header_bytes: usize,
+    pub body_limit: u64,
+    pub shutdown_timeout: Duration,
+    /// Put the client's socket address in each request's extensions as [`crate::PeerAddr`]. Off unless a
+    /// server needs it (rate limiting, request logs): it costs an allocation per request.
+    pub peer_addr: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            workers: default_workers(),
+            header_timeout: Duration::from_secs(10),
+            keep_alive_timeout: Duration::from_secs(5),
+            max_header_bytes: 16 * 1024,
+            body_limit: 1024 * 1024,
+            shutdown_timeout: Duration::from_secs(10),
+            peer_addr: false,
+        }
+    }
+}
+
+/// std's available_parallelism reads the affinity mask (and cgroup quota) on Linux, which is what `taskset`
+/// and container CPU limits set.
+fn default_workers() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}

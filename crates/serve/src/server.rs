@@ -1,0 +1,366 @@
+use std::cell::Cell;
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use http::header::CONTENT_LENGTH;
+use http_body_util::Limited;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::time::{Instant, Sleep};
+use tower::{Service, ServiceExt};
+
+use crate::{Body, Limits, Request, Response, payload_too_large};
+
+/// A running server: one thread per listener. Dropping it shuts down gracefully, like [`Server::shutdown`].
+pub struct Server {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Starts one worker thread per listener. `make_service` runs once on each worker thread, inside that
+    /// worker's runtime, so whatever it spawns (connection pools, Redis connections) lives on that worker.
+    /// The service need not be `Send`: each worker drives its connections on its own thread.
+    pub fn start<F, S>(listeners: Vec<std::net::TcpListener>, limits: Limits, make_service: F) -> io::Result<Server>
+    where
+        F: Fn() -> S + Send + Sync + 'static,
+        S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
+        S::Future: 'static,
+    {
+        let addr = listeners
+            .first()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no listener"))?
+            .local_addr()?;
+        let (stop, stopped) = watch::channel(false);
+        let make_service = Arc::new(make_service);
+        let mut threads = Vec::with_capacity(listeners.len());
+        for (index, listener) in listeners.into_iter().enumerate() {
+            // Built here, not in the thread, so a runtime that cannot start fails `start` itself.
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let (limits, make_service, stopped) = (limits.clone(), make_service.clone(), stopped.clone());
+            let thread = std::thread::Builder::new().name(format!("worker-{index}")).spawn(move || {
+                let local = tokio::task::LocalSet::new();
+                local.block_on(&runtime, async move {
+                    match tokio::net::TcpListener::from_std(listener) {
+                        Ok(listener) => worker(listener, limits, make_service(), stopped).await,
+                        Err(e) => tracing::error!(error = %e, "worker could not register its listener"),
+                    }
+                });
+                // Dropping the LocalSet and runtime here cuts whatever outlived the shutdown deadline.
+            })?;
+            threads.push(thread);
+        }
+        Ok(Server { addr, stop, threads })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, lets in-flight requests finish up to the shutdown timeout, then cuts the rest.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        let _ = self.stop.send(true);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// Serves until `shutdown` resolves, then stops gracefully. The thin `main` of every server ends here.
+pub fn run<F, S>(
+    listeners: Vec<std::net::TcpListener>,
+    limits: Limits,
+    make_service: F,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()>
+where
+    F: Fn() -> S + Send + Sync + 'static,
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
+    S::Future: 'static,
+{
+    let server = Server::start(listeners, limits, make_service)?;
+    tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(shutdown);
+    server.shutdown();
+    Ok(())
+}
+
+async fn worker<S>(listener: tokio::net::TcpListener, limits: Limits, app: S, mut stopped: watch::Receiver<bool>)
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
+    S::Future: 'static,
+{
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new()) // without a timer hyper ignores header_read_timeout
+        .header_read_timeout(limits.header_timeout)
+        .max_header_size(limits.max_header_bytes)
+        .keep_alive(true)
+        .pipeline_flush(true);
+    let graceful = GracefulShutdown::new();
+    loop {
+        tokio::select! {
+            biased;
+            _ = stopped.changed() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let conn = Rc::new(ConnState::new());
+                    let io = IdleIo::new(stream, conn.clone(), limits.keep_alive_timeout);
+                    let service = ConnService {
+                        app: app.clone(),
+                        conn,
+                        body_limit: limits.body_limit,
+                        peer: limits.peer_addr.then_some(PeerAddr(peer)),
+                    };
+                    let connection = graceful.watch(http.serve_connection(io, service));
+                    tokio::task::spawn_local(async move {
+                        if let Err(e) = connection.await {
+                            tracing::debug!(error = %e, "connection ended with an error");
+                        }
+                    });
+                }
+                Err(e) => {
+                    // EMFILE/ENFILE and friends: back off instead of spinning on a full fd table.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    }
+    drop(listener);
+    if tokio::time::timeout(limits.shutdown_timeout, graceful.shutdown()).await.is_err() {
+        tracing::warn!("shutdown deadline passed with connections still open; closing them");
+    }
+}
+
+/// Per-connection bookkeeping shared by the IO wrapper and the service: whether a request is in flight, and
+/// when the connection last did something. This is what lets the keep-alive timeout fire only while idle.
+struct ConnState {
+    in_flight: Cell<u32>,
+    last_active: Cell<Instant>,
+}
+
+impl ConnState {
+    fn new() -> Self {
+        ConnState { in_flight: Cell::new(0), last_active: Cell::new(Instant::now()) }
+    }
+}
+
+/// Marks a request in flight until its response body has been written (or dropped).
+struct InFlight(Rc<ConnState>);
+
+impl InFlight {
+    fn new(conn: Rc<ConnState>) -> Self {
+        conn.in_flight.set(conn.in_flight.get() + 1);
+        InFlight(conn)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.set(self.0.in_flight.get() - 1);
+        self.0.last_active.set(Instant::now());
+    }
+}
+
+/// The socket, with a keep-alive idle timeout: when no request is in flight and no byte has arrived for
+/// `idle`, reads fail with TimedOut and hyper closes the connection. The timer is re-armed lazily (only when
+/// it fires early), so a busy connection pays one clock read per read, not a timer reset per request.
+struct IdleIo {
+    io: TokioIo<TcpStream>,
+    conn: Rc<ConnState>,
+    idle: Duration,
+    timer: Pin<Box<Sleep>>,
+}
+
+impl IdleIo {
+    fn new(stream: TcpStream, conn: Rc<ConnState>, idle: Duration) -> Self {
+        let timer = Box::pin(tokio::time::sleep(idle));
+        IdleIo { io: TokioIo::new(stream), conn, idle, timer }
+    }
+
+    fn poll_idle(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        if self.conn.in_flight.get() > 0 {
+            return Poll::Pending;
+        }
+        loop {
+            let deadline = self.conn.last_active.get() + self.idle;
+            if self.timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            if Instant::now() >= deadline {
+                return Poll::Ready(io::Error::new(io::ErrorKind::TimedOut, "keep-alive idle timeout"));
+            }
+            self.timer.as_mut().reset(deadline);
+        }
+    }
+}
+
+impl hyper::rt::Read for IdleIo {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.io).poll_read(cx, buf) {
+            Poll::Ready(result) => {
+                this.conn.last_active.set(Instant::now());
+                Poll::Ready(result)
+            }
+            Poll::Pending => match this.poll_idle(cx) {
+                Poll::Ready(e) => Poll::Ready(Err(e)),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+impl hyper::rt::Write for IdleIo {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
+/// Adapts the app's tower service to hyper for one connection: rejects bodies declared over the limit before
+/// reading them, limits the rest while streaming, and tracks the request as in flight.
+struct ConnService<S> {
+    app: S,
+    conn: Rc<ConnState>,
+    body_limit: u64,
+    peer: Option<PeerAddr>,
+}
+
+/// The client's socket address, in request extensions when [`Limits::peer_addr`] is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
+impl<S> hyper::service::Service<http::Request<Incoming>> for ConnService<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
+{
+    type Response = http::Response<TrackedBody>;
+    type Error = Infallible;
+    type Future = ConnFuture<tower::util::Oneshot<S, Request>>;
+
+    fn call(&self, req: http::Request<Incoming>) -> Self::Future {
+        let in_flight = InFlight::new(self.conn.clone());
+        let declared =
+            req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|len| len > self.body_limit) {
+            return ConnFuture::Rejected {
+                response: Some(payload_too_large(self.body_limit)),
+                in_flight: Some(in_flight),
+            };
+        }
+        let limit = usize::try_from(self.body_limit).unwrap_or(usize::MAX);
+        let mut req = req.map(|body| Limited::new(body, limit));
+        if let Some(peer) = self.peer {
+            req.extensions_mut().insert(peer);
+        }
+        ConnFuture::App { inner: self.app.clone().oneshot(req), in_flight: Some(in_flight) }
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = ConnFutureProj]
+    enum ConnFuture<F> {
+        Rejected { response: Option<Response>, in_flight: Option<InFlight> },
+        App { #[pin] inner: F, in_flight: Option<InFlight> },
+    }
+}
+
+impl<F> Future for ConnFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<http::Response<TrackedBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let (response, in_flight) = match self.project() {
+            ConnFutureProj::Rejected { response, in_flight } => (response.take(), in_flight.take()),
+            ConnFutureProj::App { inner, in_flight } => match inner.poll(cx) {
+                Poll::Ready(Ok(response)) => (Some(response), in_flight.take()),
+                Poll::Ready(Err(never)) => match never {},
+                Poll::Pending => return Poll::Pending,
+            },
+        };
+        match (response, in_flight) {
+            (Some(response), Some(in_flight)) => {
+                Poll::Ready(Ok(response.map(|body| TrackedBody { body, _in_flight: in_flight })))
+            }
+            _ => panic!("ConnFuture polled after completion"),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response body, holding the in-flight mark until hyper has written (or dropped) it.
+    pub struct TrackedBody {
+        #[pin]
+        body: Body,
+        _in_flight: InFlight,
+    }
+}
+
+impl http_body::Body for TrackedBody {
+    type Data = bytes::Bytes;
+    type Error = crate::BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
