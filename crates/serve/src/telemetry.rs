@@ -1,3 +1,5 @@
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 /// Logs go to stderr (stdout carries only the "listening" line, so scripts can read it). The level comes from
