@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a fresh Debian machine, and nothing when it is already there:
+# redis-server (tests start real ones via crates/testkit), plus the Rust components for fmt and clippy.
+set -euo pipefail
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+need=()
+command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || need+=(redis-server)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+if [ "${#need[@]}" -gt 0 ]; then
+  echo "install-test-deps: apt-get install ${need[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+# Debian's package enables a system redis service; tests start their own on free ports and never use it.
+
+if ! cargo fmt --version >/dev/null 2>&1; then rustup component add rustfmt; fi
+if ! cargo clippy --version >/dev/null 2>&1; then rustup component add clippy; fi
