@@ -163,15 +163,19 @@ def process_tree(pid: int) -> list[int]:
     return seen
 
 
-def tree_cpu_us(pid: int) -> tuple[float, int]:
-    """utime+stime of every process in the tree, in µs; also how many processes were seen."""
-    ticks = 0
+def tree_cpu_us(pid: int) -> tuple[float, float, int]:
+    """utime and stime of every process in the tree, in µs; also how many processes were seen.
+
+    Kept apart because on loopback most of a tiny response's cost is the kernel's TCP work, which
+    every runtime pays alike; user time is where runtimes differ."""
+    user = system = 0
     pids = process_tree(pid)
     for p in pids:
         stat = read_stat(p)
         if stat:
-            ticks += int(stat[11]) + int(stat[12])  # fields 14 utime, 15 stime
-    return ticks * 1_000_000 / CLK_TCK, len(pids)
+            user += int(stat[11])  # field 14 utime
+            system += int(stat[12])  # field 15 stime
+    return user * 1_000_000 / CLK_TCK, system * 1_000_000 / CLK_TCK, len(pids)
 
 
 def tree_rss_kib(pid: int) -> int:
@@ -463,19 +467,21 @@ def measure_load(rt: Runtime, args, logdir: Path) -> dict:
 
         server_cores = parse_cores(args.server_cores)
         core0 = cores_ticks(server_cores)
-        cpu0, nproc0 = tree_cpu_us(srv.pid)
+        user0, sys0, nproc0 = tree_cpu_us(srv.pid)
         w0 = time.perf_counter()
         out = run_wrk(args, srv.port, args.duration, latency=True)
         wall_s = time.perf_counter() - w0
-        cpu1, nproc1 = tree_cpu_us(srv.pid)
+        user1, sys1, nproc1 = tree_cpu_us(srv.pid)
         core1 = cores_ticks(server_cores)
         run["loaded_rss_kib"] = tree_rss_kib(srv.pid)
         run["processes_in_tree"] = max(nproc0, nproc1)
 
         run["wrk_output"] = out
         run.update(parse_wrk(out))
-        cpu_us = cpu1 - cpu0
+        cpu_us = (user1 + sys1) - (user0 + sys0)
         run["server_cpu_us"] = cpu_us
+        run["server_user_us"] = user1 - user0
+        run["server_sys_us"] = sys1 - sys0
         run["wall_s"] = wall_s
         # Share of the server's cores the server used over the window; below 90% the loader was
         # the limit -- unless the cores were busy with other work, which we report as contention.
@@ -488,6 +494,8 @@ def measure_load(rt: Runtime, args, logdir: Path) -> dict:
         run["loader_bound"] = run["server_busy_pct"] < 90.0 and run["server_cores_other_pct"] < 10.0
         run["contended"] = run["server_cores_other_pct"] >= 10.0
         run["cpu_us_per_response"] = cpu_us / run["requests"] if run["requests"] else None
+        run["user_us_per_response"] = run["server_user_us"] / run["requests"] if run["requests"] else None
+        run["sys_us_per_response"] = run["server_sys_us"] / run["requests"] if run["requests"] else None
 
         errs = {k: v for k, v in run["socket_errors"].items() if v}
         reasons = []
@@ -538,6 +546,8 @@ def summarize(runs: list[dict], startup: dict[str, list[float]], names: list[str
             "p50_us": spread([r["p50_us"] for r in ok]),
             "p99_us": spread([r["p99_us"] for r in ok]),
             "cpu_us_per_response": spread([r["cpu_us_per_response"] for r in ok]),
+            "user_us_per_response": spread([r["user_us_per_response"] for r in ok]),
+            "sys_us_per_response": spread([r["sys_us_per_response"] for r in ok]),
             "server_busy_pct": spread([r["server_busy_pct"] for r in ok]),
             "server_cores_other_pct": spread([r["server_cores_other_pct"] for r in ok]),
             "idle_rss_mib": spread([r["idle_rss_kib"] / 1024 for r in ok]),
@@ -572,6 +582,11 @@ def ratios(runs: list[dict], summary: dict) -> dict:
         # < 1 means rust-bare spends less server CPU per response than the peer.
         "cpu_us_per_response_rust_bare_over_bun": ratio("cpu_us_per_response", "rust-bare", "bun"),
         "cpu_us_per_response_rust_bare_over_node": ratio("cpu_us_per_response", "rust-bare", "node"),
+        # The same for user-space CPU only (the kernel's TCP work left out).
+        "user_us_per_response_rust_bare_over_bun": ratio("user_us_per_response", "rust-bare", "bun"),
+        "user_us_per_response_rust_bare_over_node": ratio("user_us_per_response", "rust-bare", "node"),
+        # What the default middleware costs in CPU per response (> 1 means more than bare).
+        "cpu_us_per_response_rust_default_over_rust_bare": ratio("cpu_us_per_response", "rust-default", "rust-bare"),
         # What the default middleware stack costs in throughput (< 1 means slower than bare).
         "req_per_s_rust_default_over_rust_bare": ratio("req_per_s", "rust-default", "rust-bare"),
     }
@@ -652,11 +667,12 @@ def write_markdown(path: Path, report: dict) -> None:
         f"bun {m['bun_version']}, node {m['node_version']}",
         "",
         "Medians over rounds, (min–max) in brackets. CPU-µs/resp is the server process tree's "
-        "utime+stime over the measured window divided by wrk's completed requests.",
+        "utime+stime over the measured window divided by wrk's completed requests; user and kernel "
+        "are that split into utime and stime.",
         "",
-        "| runtime | req/s | p50 ms | p99 ms | CPU-µs/resp | server busy % | idle RSS MiB | loaded RSS MiB "
-        "| other load on server core % | startup ms (median / p90) | valid/void runs |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| runtime | req/s | p50 ms | p99 ms | CPU-µs/resp | user µs/resp | kernel µs/resp | server busy % "
+        "| idle RSS MiB | loaded RSS MiB | other load on server core % | startup ms (median / p90) | valid/void runs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, s in report["summary"].items():
         st = s["startup_ms"]
@@ -664,7 +680,8 @@ def write_markdown(path: Path, report: dict) -> None:
             + (" **contended**" if s["contended"] else "")
         lines.append(
             f"| {name} | {rps} | {fmt_spread(s['p50_us'], 3, 1e-3)} | {fmt_spread(s['p99_us'], 3, 1e-3)} "
-            f"| {fmt_spread(s['cpu_us_per_response'], 2)} | {fmt_spread(s['server_busy_pct'], 0)} "
+            f"| {fmt_spread(s['cpu_us_per_response'], 2)} | {fmt_spread(s['user_us_per_response'], 2)} "
+            f"| {fmt_spread(s['sys_us_per_response'], 2)} | {fmt_spread(s['server_busy_pct'], 0)} "
             f"| {fmt_spread(s['idle_rss_mib'])} | {fmt_spread(s['loaded_rss_mib'])} "
             f"| {fmt_spread(s['server_cores_other_pct'], 0)} "
             f"| {fmt(st['median'], 1) + ' / ' + fmt(st['p90'], 1) if st else '—'} "
@@ -674,6 +691,9 @@ def write_markdown(path: Path, report: dict) -> None:
     labels = {
         "cpu_us_per_response_rust_bare_over_bun": "rust-bare CPU-µs/resp ÷ bun",
         "cpu_us_per_response_rust_bare_over_node": "rust-bare CPU-µs/resp ÷ node",
+        "user_us_per_response_rust_bare_over_bun": "rust-bare user µs/resp ÷ bun",
+        "user_us_per_response_rust_bare_over_node": "rust-bare user µs/resp ÷ node",
+        "cpu_us_per_response_rust_default_over_rust_bare": "rust-default CPU-µs/resp ÷ rust-bare",
         "req_per_s_rust_default_over_rust_bare": "rust-default req/s ÷ rust-bare",
     }
     for key, label in labels.items():

@@ -1,4 +1,4 @@
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
@@ -113,8 +113,10 @@ where
     S::Future: 'static,
 {
     let mut http = http1::Builder::new();
-    http.timer(TokioTimer::new()) // without a timer hyper ignores header_read_timeout
-        .header_read_timeout(limits.header_timeout)
+    // hyper's own header-read timer would allocate and arm a timer per request; `IdleIo` enforces the same
+    // deadline lazily (see its docs). The timer stays set: without one hyper would reject other timeouts.
+    http.timer(TokioTimer::new())
+        .header_read_timeout(None)
         .max_header_size(limits.max_header_bytes)
         .keep_alive(true)
         .pipeline_flush(true);
@@ -127,9 +129,9 @@ where
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
                     let conn = Rc::new(ConnState::new());
-                    let io = IdleIo::new(stream, conn.clone(), limits.keep_alive_timeout);
+                    let io = TokioIo::new(IdleIo::new(stream, conn.clone(), &limits));
                     let service = ConnService {
-                        app: app.clone(),
+                        app: RefCell::new(app.clone()),
                         conn,
                         body_limit: limits.body_limit,
                         peer: limits.peer_addr.then_some(PeerAddr(peer)),
@@ -155,16 +157,17 @@ where
     }
 }
 
-/// Per-connection bookkeeping shared by the IO wrapper and the service: whether a request is in flight, and
-/// when the connection last did something. This is what lets the keep-alive timeout fire only while idle.
+/// Per-connection bookkeeping shared by the IO wrapper and the service: whether a request is in flight, since
+/// when the connection has been waiting for one, and when the first byte of the next head arrived.
 struct ConnState {
     in_flight: Cell<u32>,
-    last_active: Cell<Instant>,
+    idle_since: Cell<Instant>,
+    head_started: Cell<Option<Instant>>,
 }
 
 impl ConnState {
     fn new() -> Self {
-        ConnState { in_flight: Cell::new(0), last_active: Cell::new(Instant::now()) }
+        ConnState { in_flight: Cell::new(0), idle_since: Cell::new(Instant::now()), head_started: Cell::new(None) }
     }
 }
 
@@ -174,6 +177,7 @@ struct InFlight(Rc<ConnState>);
 impl InFlight {
     fn new(conn: Rc<ConnState>) -> Self {
         conn.in_flight.set(conn.in_flight.get() + 1);
+        conn.head_started.set(None);
         InFlight(conn)
     }
 }
@@ -181,56 +185,72 @@ impl InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.in_flight.set(self.0.in_flight.get() - 1);
-        self.0.last_active.set(Instant::now());
+        self.0.idle_since.set(Instant::now());
     }
 }
 
-/// The socket, with a keep-alive idle timeout: when no request is in flight and no byte has arrived for
-/// `idle`, reads fail with TimedOut and hyper closes the connection. The timer is re-armed lazily (only when
-/// it fires early), so a busy connection pays one clock read per read, not a timer reset per request.
+/// The socket, with the two deadlines that apply while no request is in flight:
+/// * keep-alive: the next request's first byte must arrive within `keep_alive` of the connection going idle
+///   (accepted, or previous response done);
+/// * header: once that first byte is in, the whole head must arrive within `header`.
+///
+/// When a deadline passes, reads fail with TimedOut and hyper closes the connection. Checked only when a
+/// read would block, with one timer per connection re-armed lazily (when it fires early), so a busy
+/// connection costs two clock reads per request and no timer-wheel work; hyper's own header timer would
+/// allocate and arm a timer for every request.
 struct IdleIo {
-    io: TokioIo<TcpStream>,
+    io: TcpStream,
     conn: Rc<ConnState>,
-    idle: Duration,
+    keep_alive: Duration,
+    header: Duration,
     timer: Pin<Box<Sleep>>,
 }
 
 impl IdleIo {
-    fn new(stream: TcpStream, conn: Rc<ConnState>, idle: Duration) -> Self {
-        let timer = Box::pin(tokio::time::sleep(idle));
-        IdleIo { io: TokioIo::new(stream), conn, idle, timer }
+    fn new(stream: TcpStream, conn: Rc<ConnState>, limits: &Limits) -> Self {
+        let timer = Box::pin(tokio::time::sleep(limits.keep_alive_timeout.min(limits.header_timeout)));
+        IdleIo { io: stream, conn, keep_alive: limits.keep_alive_timeout, header: limits.header_timeout, timer }
     }
 
-    fn poll_idle(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+    fn deadline(&self) -> Instant {
+        match self.conn.head_started.get() {
+            Some(started) => started + self.header,
+            None => self.conn.idle_since.get() + self.keep_alive,
+        }
+    }
+
+    fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
         if self.conn.in_flight.get() > 0 {
             return Poll::Pending;
         }
         loop {
-            let deadline = self.conn.last_active.get() + self.idle;
             if self.timer.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
+            let deadline = self.deadline();
             if Instant::now() >= deadline {
-                return Poll::Ready(io::Error::new(io::ErrorKind::TimedOut, "keep-alive idle timeout"));
+                let what = if self.conn.head_started.get().is_some() { "header read" } else { "keep-alive idle" };
+                return Poll::Ready(io::Error::new(io::ErrorKind::TimedOut, format!("{what} timeout")));
             }
             self.timer.as_mut().reset(deadline);
         }
     }
 }
 
-impl hyper::rt::Read for IdleIo {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: hyper::rt::ReadBufCursor<'_>,
-    ) -> Poll<io::Result<()>> {
+impl tokio::io::AsyncRead for IdleIo {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        let before = buf.filled().len();
         match Pin::new(&mut this.io).poll_read(cx, buf) {
-            Poll::Ready(result) => {
-                this.conn.last_active.set(Instant::now());
-                Poll::Ready(result)
+            Poll::Ready(Ok(())) => {
+                let got_bytes = buf.filled().len() > before;
+                if got_bytes && this.conn.in_flight.get() == 0 && this.conn.head_started.get().is_none() {
+                    this.conn.head_started.set(Some(Instant::now()));
+                }
+                Poll::Ready(Ok(()))
             }
-            Poll::Pending => match this.poll_idle(cx) {
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => match this.poll_deadline(cx) {
                 Poll::Ready(e) => Poll::Ready(Err(e)),
                 Poll::Pending => Poll::Pending,
             },
@@ -238,7 +258,7 @@ impl hyper::rt::Read for IdleIo {
     }
 }
 
-impl hyper::rt::Write for IdleIo {
+impl tokio::io::AsyncWrite for IdleIo {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
     }
@@ -267,7 +287,9 @@ impl hyper::rt::Write for IdleIo {
 /// Adapts the app's tower service to hyper for one connection: rejects bodies declared over the limit before
 /// reading them, limits the rest while streaming, and tracks the request as in flight.
 struct ConnService<S> {
-    app: S,
+    /// The connection's own copy of the app, called in place: hyper calls one request at a time per HTTP/1
+    /// connection, so no per-request clone of the layer stack is needed.
+    app: RefCell<S>,
     conn: Rc<ConnState>,
     body_limit: u64,
     peer: Option<PeerAddr>,
@@ -283,7 +305,7 @@ where
 {
     type Response = http::Response<TrackedBody>;
     type Error = Infallible;
-    type Future = ConnFuture<tower::util::Oneshot<S, Request>>;
+    type Future = ConnFuture<S::Future, tower::util::Oneshot<S, Request>>;
 
     fn call(&self, req: http::Request<Incoming>) -> Self::Future {
         let in_flight = InFlight::new(self.conn.clone());
@@ -300,21 +322,33 @@ where
         if let Some(peer) = self.peer {
             req.extensions_mut().insert(peer);
         }
-        ConnFuture::App { inner: self.app.clone().oneshot(req), in_flight: Some(in_flight) }
+        // tower's contract: call only after poll_ready said Ready. Every service in this workspace is always
+        // ready, so the in-place call is the path taken; anything else waits in a clone via `oneshot`.
+        let Ok(mut app) = self.app.try_borrow_mut() else {
+            let app = self.app.borrow().clone();
+            return ConnFuture::Waiting { inner: app.oneshot(req), in_flight: Some(in_flight) };
+        };
+        match app.poll_ready(&mut Context::from_waker(std::task::Waker::noop())) {
+            Poll::Ready(Ok(())) => ConnFuture::App { inner: app.call(req), in_flight: Some(in_flight) },
+            Poll::Ready(Err(never)) => match never {},
+            Poll::Pending => ConnFuture::Waiting { inner: app.clone().oneshot(req), in_flight: Some(in_flight) },
+        }
     }
 }
 
 pin_project_lite::pin_project! {
     #[project = ConnFutureProj]
-    enum ConnFuture<F> {
+    enum ConnFuture<F, W> {
         Rejected { response: Option<Response>, in_flight: Option<InFlight> },
         App { #[pin] inner: F, in_flight: Option<InFlight> },
+        Waiting { #[pin] inner: W, in_flight: Option<InFlight> },
     }
 }
 
-impl<F> Future for ConnFuture<F>
+impl<F, W> Future for ConnFuture<F, W>
 where
     F: Future<Output = Result<Response, Infallible>>,
+    W: Future<Output = Result<Response, Infallible>>,
 {
     type Output = Result<http::Response<TrackedBody>, Infallible>;
 
@@ -322,6 +356,11 @@ where
         let (response, in_flight) = match self.project() {
             ConnFutureProj::Rejected { response, in_flight } => (response.take(), in_flight.take()),
             ConnFutureProj::App { inner, in_flight } => match inner.poll(cx) {
+                Poll::Ready(Ok(response)) => (Some(response), in_flight.take()),
+                Poll::Ready(Err(never)) => match never {},
+                Poll::Pending => return Poll::Pending,
+            },
+            ConnFutureProj::Waiting { inner, in_flight } => match inner.poll(cx) {
                 Poll::Ready(Ok(response)) => (Some(response), in_flight.take()),
                 Poll::Ready(Err(never)) => match never {},
                 Poll::Pending => return Poll::Pending,
