@@ -24,6 +24,8 @@ pub struct RedisStore {
     client: redis::Client,
     timeout: Duration,
     conn: Mutex<Connection>,
+    /// Held while connecting, so concurrent first requests wait for one attempt instead of each failing.
+    connecting: tokio::sync::Mutex<()>,
     healthy: AtomicBool,
 }
 
@@ -31,7 +33,6 @@ pub struct RedisStore {
 struct Connection {
     manager: Option<ConnectionManager>,
     last_attempt: Option<Instant>,
-    connecting: bool,
 }
 
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
@@ -43,6 +44,7 @@ impl RedisStore {
             client: redis::Client::open(url)?,
             timeout,
             conn: Mutex::new(Connection::default()),
+            connecting: tokio::sync::Mutex::new(()),
             healthy: AtomicBool::new(true),
         })
     }
@@ -88,17 +90,25 @@ impl RedisStore {
         self.query::<String>(redis::cmd("PING")).await.map(|_| ())
     }
 
+    fn connected(&self) -> Option<ConnectionManager> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner()).manager.clone()
+    }
+
     async fn manager(&self) -> Result<ConnectionManager, StoreError> {
+        if let Some(manager) = self.connected() {
+            return Ok(manager);
+        }
+        let Ok(_connecting) = tokio::time::timeout(self.timeout * 2, self.connecting.lock()).await else {
+            return Err(StoreError::Unavailable);
+        };
         {
             let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(m) = &conn.manager {
-                return Ok(m.clone());
+            if let Some(manager) = &conn.manager {
+                return Ok(manager.clone()); // another request connected while this one waited
             }
-            let recently = conn.last_attempt.is_some_and(|t| t.elapsed() < RECONNECT_EVERY);
-            if conn.connecting || recently {
+            if conn.last_attempt.is_some_and(|t| t.elapsed() < RECONNECT_EVERY) {
                 return Err(StoreError::Unavailable);
             }
-            conn.connecting = true;
             conn.last_attempt = Some(Instant::now());
         }
         // ConnectionManager reconnects by itself once it has connected; only the first connect is ours.
@@ -110,20 +120,16 @@ impl RedisStore {
         let attempt =
             tokio::time::timeout(self.timeout * 2, ConnectionManager::new_with_config(self.client.clone(), config))
                 .await;
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        conn.connecting = false;
         match attempt {
             Ok(Ok(manager)) => {
-                conn.manager = Some(manager.clone());
+                self.conn.lock().unwrap_or_else(|p| p.into_inner()).manager = Some(manager.clone());
                 Ok(manager)
             }
             Ok(Err(e)) => {
-                drop(conn);
                 self.mark(false, Some(&e.to_string()));
                 Err(StoreError::Redis(e))
             }
             Err(_) => {
-                drop(conn);
                 self.mark(false, Some("connect timed out"));
                 Err(StoreError::Timeout)
             }

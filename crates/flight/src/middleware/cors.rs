@@ -1,5 +1,7 @@
-//! CORS with an origin allowlist. `*` (the default) allows any origin without credentials; a list allows
-//! exactly those origins, echoes the matching one, and adds `Vary: Origin` so caches keep them apart. An
+//! CORS with an origin allowlist. `*` (the default) allows any origin without credentials and, like Flight,
+//! sends `Access-Control-Allow-Origin: *` on every response, so the response does not depend on the request's
+//! Origin and caches need no Vary. A list allows exactly those origins, echoes the matching one, and adds
+//! `Vary: Origin` to every response so caches keep them apart. An
 //! origin outside the list gets no allow header at all (the browser then blocks it). Preflights are answered
 //! here with 204; misconfiguration (credentials with `*`) is refused at startup, never a panic at runtime.
 
@@ -61,10 +63,9 @@ pub struct Cors<S> {
 impl Policy {
     /// The Access-Control-Allow-Origin value for this request's Origin, if it is allowed.
     fn allow_origin(&self, origin: Option<&HeaderValue>) -> Option<HeaderValue> {
-        let origin = origin?;
         match &self.origins {
             Origins::Any => Some(ANY),
-            Origins::List(list) => list.iter().find(|o| *o == origin).cloned(),
+            Origins::List(list) => origin.and_then(|origin| list.iter().find(|o| *o == origin).cloned()),
         }
     }
 
