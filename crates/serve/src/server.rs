@@ -115,11 +115,9 @@ where
     let mut http = http1::Builder::new();
     // hyper's own header-read timer would allocate and arm a timer per request; `IdleIo` enforces the same
     // deadline lazily (see its docs). The timer stays set: without one hyper would reject other timeouts.
-    http.timer(TokioTimer::new())
-        .header_read_timeout(None)
-        .max_header_size(limits.max_header_bytes)
-        .keep_alive(true)
-        .pipeline_flush(true);
+    http.timer(TokioTimer::new()).header_read_timeout(None).max_header_size(limits.max_header_bytes).keep_alive(true);
+    // Not `pipeline_flush(true)`: with it hyper skips the flush while unread request bytes are buffered, so a
+    // 431, or a 413 answered before the body was read, would never reach the client.
     let graceful = GracefulShutdown::new();
     loop {
         tokio::select! {
@@ -163,11 +161,19 @@ struct ConnState {
     in_flight: Cell<u32>,
     idle_since: Cell<Instant>,
     head_started: Cell<Option<Instant>>,
+    /// The connection task, when it polled for a read while a request was in flight: it must be woken when
+    /// the request finishes so the idle deadline gets armed (hyper will not poll the socket again by itself).
+    parked: Cell<Option<std::task::Waker>>,
 }
 
 impl ConnState {
     fn new() -> Self {
-        ConnState { in_flight: Cell::new(0), idle_since: Cell::new(Instant::now()), head_started: Cell::new(None) }
+        ConnState {
+            in_flight: Cell::new(0),
+            idle_since: Cell::new(Instant::now()),
+            head_started: Cell::new(None),
+            parked: Cell::new(None),
+        }
     }
 }
 
@@ -186,6 +192,9 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.in_flight.set(self.0.in_flight.get() - 1);
         self.0.idle_since.set(Instant::now());
+        if let Some(waker) = self.0.parked.take() {
+            waker.wake();
+        }
     }
 }
 
@@ -221,6 +230,7 @@ impl IdleIo {
 
     fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
         if self.conn.in_flight.get() > 0 {
+            self.conn.parked.set(Some(cx.waker().clone()));
             return Poll::Pending;
         }
         loop {
