@@ -43,6 +43,9 @@ pub struct Config {
     /// Trust X-Forwarded-For for the client address (only behind a proxy that sets it).
     #[arg(long, env = "FLIGHT_TRUST_PROXY", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub trust_proxy: bool,
+    /// Mark the session cookie `Secure` (browsers then send it over HTTPS only). Turn on behind TLS.
+    #[arg(long, env = "FLIGHT_SECURE_COOKIES", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub secure_cookies: bool,
     /// One log line per request (method, path, status, duration). Off by default in every profile.
     #[arg(long, env = "FLIGHT_REQUEST_LOG", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub request_log: bool,
@@ -98,6 +101,7 @@ pub struct Settings {
     pub cors_origins: Origins,
     pub cors_credentials: bool,
     pub trust_proxy: bool,
+    pub secure_cookies: bool,
     pub request_log: bool,
     pub rate_limit: u32,
     pub rate_window: Duration,
@@ -118,6 +122,7 @@ impl Settings {
             cors_origins: Origins::Any,
             cors_credentials: false,
             trust_proxy: false,
+            secure_cookies: false,
             request_log: false,
             rate_limit: 1200,
             rate_window: Duration::from_secs(60),
@@ -189,6 +194,7 @@ impl Config {
             cors_origins,
             cors_credentials: self.cors_credentials,
             trust_proxy: self.trust_proxy,
+            secure_cookies: self.secure_cookies,
             request_log: self.request_log,
             rate_limit: self.rate_limit,
             rate_window: Duration::from_secs(self.rate_window),

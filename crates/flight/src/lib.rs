@@ -70,7 +70,7 @@ impl App {
                 settings.trust_proxy,
                 redis.clone(),
             )),
-            sessions: Arc::new(SessionStore::new(settings.secret.clone(), redis.clone())),
+            sessions: Arc::new(SessionStore::new(settings.secret.clone(), settings.secure_cookies, redis.clone())),
             cache: Arc::new(ResponseCache::new(settings.cache_ttl, redis.clone())),
             redis,
             settings,

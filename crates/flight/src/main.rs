@@ -10,21 +10,28 @@ fn main() {
     let app = App::new(settings).unwrap_or_else(|e| serve::exit_config(&e.to_string()));
     let limits = app.limits(serve_args.limits());
     let addr = app.settings().addr;
-    let listeners = serve::bind_reuseport(addr, limits.workers).unwrap_or_else(|e| {
-        eprintln!("flight-rs: cannot listen on {addr}: {e}");
-        std::process::exit(1);
-    });
+    let signals =
+        serve::ShutdownSignal::install().unwrap_or_else(|e| fail(&format!("cannot install signal handlers: {e}")));
+    let listeners =
+        serve::bind_reuseport(addr, limits.workers).unwrap_or_else(|e| fail(&format!("cannot listen on {addr}: {e}")));
     let bound = listeners.first().and_then(|l| l.local_addr().ok()).unwrap_or(addr);
-    println!(
+    let banner = format!(
         "flight-rs listening on http://{bound} (profile {}, {} workers, {} routes)",
         app.settings().profile.as_str(),
         limits.workers,
         app.routes()
     );
-    let workers = limits.workers;
-    if let Err(e) = serve::run(listeners, limits, move || app.service(), serve::shutdown_signal()) {
-        eprintln!("flight-rs: server failed: {e}");
-        std::process::exit(1);
+    let ready = move || {
+        println!("{banner}");
+        signals.wait();
+    };
+    if let Err(e) = serve::run(listeners, limits, move || app.service(), ready) {
+        fail(&format!("server failed: {e}"));
     }
-    tracing::info!(workers, "flight-rs stopped");
+    tracing::info!("flight-rs stopped");
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("flight-rs: {message}");
+    std::process::exit(1)
 }

@@ -49,7 +49,12 @@ impl StaticFiles {
             Lookup::Found(file, meta) => self.file(&req, &file, &meta).await,
             Lookup::Forbidden => crate::routes::not_found(),
             Lookup::Missing if wants_spa(&req) => match self.lookup("/index.html").await {
-                Lookup::Found(file, meta) => self.file(&req, &file, &meta).await,
+                Lookup::Found(file, meta) => {
+                    let mut res = self.file(&req, &file, &meta).await;
+                    // The same URL is a 404 for clients that do not take HTML.
+                    res.headers_mut().append(VARY, HeaderValue::from_static("Accept"));
+                    res
+                }
                 _ => crate::routes::not_found(),
             },
             Lookup::Missing => crate::routes::not_found(),

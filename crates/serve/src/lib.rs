@@ -25,7 +25,7 @@ pub use limits::{Limits, ServeArgs};
 pub use listen::bind_reuseport;
 pub use response::{error, json, json_bytes, payload_too_large};
 pub use server::{PeerAddr, Server, run};
-pub use signal::shutdown_signal;
+pub use signal::ShutdownSignal;
 pub use telemetry::init_tracing;
 
 /// The request type every server in the workspace handles.

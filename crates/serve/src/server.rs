@@ -89,12 +89,13 @@ impl Drop for Server {
     }
 }
 
-/// Serves until `shutdown` resolves, then stops gracefully. The thin `main` of every server ends here.
+/// Serves until `wait` returns (typically [`crate::ShutdownSignal::wait`], after announcing readiness), then
+/// stops gracefully. The thin `main` of every server ends here.
 pub fn run<F, S>(
     listeners: Vec<std::net::TcpListener>,
     limits: Limits,
     make_service: F,
-    shutdown: impl Future<Output = ()>,
+    wait: impl FnOnce(),
 ) -> io::Result<()>
 where
     F: Fn() -> S + Send + Sync + 'static,
@@ -102,7 +103,7 @@ where
     S::Future: 'static,
 {
     let server = Server::start(listeners, limits, make_service)?;
-    tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(shutdown);
+    wait();
     server.shutdown();
     Ok(())
 }

@@ -1,17 +1,34 @@
-/// Resolves on the first SIGTERM or SIGINT. If the handlers cannot be installed the process cannot be stopped
-/// gracefully; that is logged and the future then only resolves on Ctrl-C via the fallback.
-pub async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut term), Ok(mut int)) => {
+use std::io;
+
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+/// SIGTERM and SIGINT handlers. Install them before the server announces itself: a signal that arrives right
+/// after the "listening" line then stops the server gracefully instead of killing it with the default action.
+pub struct ShutdownSignal {
+    runtime: tokio::runtime::Runtime,
+    term: Signal,
+    int: Signal,
+}
+
+impl ShutdownSignal {
+    /// Installs the handlers (on a small runtime of their own, owned by the calling thread).
+    pub fn install() -> io::Result<ShutdownSignal> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let (term, int) = {
+            let _context = runtime.enter();
+            (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?)
+        };
+        Ok(ShutdownSignal { runtime, term, int })
+    }
+
+    /// Blocks until SIGTERM or SIGINT.
+    pub fn wait(self) {
+        let ShutdownSignal { runtime, mut term, mut int } = self;
+        runtime.block_on(async {
             tokio::select! {
                 _ = term.recv() => tracing::info!("SIGTERM received, shutting down"),
                 _ = int.recv() => tracing::info!("SIGINT received, shutting down"),
             }
-        }
-        _ => {
-            tracing::warn!("could not install signal handlers; falling back to ctrl_c");
-            let _ = tokio::signal::ctrl_c().await;
-        }
+        });
     }
 }

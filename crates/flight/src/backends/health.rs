@@ -19,10 +19,13 @@ pub fn routes(state: Arc<AppState>) -> Fragment {
                     Err(_) => "unavailable",
                 },
             };
-            serve::json(
+            let mut res = serve::json(
                 StatusCode::OK,
                 &serde_json::json!({ "status": "ok", "profile": state.settings.profile.as_str(), "redis": redis }),
-            )
+            );
+            // A health answer is about now: no cache (ours or any in between) may keep it.
+            res.headers_mut().insert(http::header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
+            res
         }))
     })
 }

@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use std::task::{Context, Poll};
 
 use async_compression::Level;
-use async_compression::tokio::bufread::{BrotliEncoder, DeflateEncoder, GzipEncoder, ZstdEncoder};
+use async_compression::tokio::bufread::{BrotliEncoder, GzipEncoder, ZlibEncoder, ZstdEncoder};
 use futures_util::TryStreamExt;
 use http::header::{ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, VARY};
 use http::{HeaderValue, Method, StatusCode};
@@ -183,7 +183,8 @@ fn compress(mut res: Response, encoding: Option<Encoding>, threshold: u64) -> Re
         Encoding::Brotli => Body::stream(stream_body(BrotliEncoder::with_quality(reader, level))),
         Encoding::Zstd => Body::stream(stream_body(ZstdEncoder::with_quality(reader, Level::Default))),
         Encoding::Gzip => Body::stream(stream_body(GzipEncoder::with_quality(reader, Level::Default))),
-        Encoding::Deflate => Body::stream(stream_body(DeflateEncoder::with_quality(reader, Level::Default))),
+        // HTTP's "deflate" is the zlib format (RFC 9110 §8.4.1.2), not raw deflate.
+        Encoding::Deflate => Body::stream(stream_body(ZlibEncoder::with_quality(reader, Level::Default))),
     };
     parts.headers.remove(CONTENT_LENGTH);
     parts.headers.insert(CONTENT_ENCODING, HeaderValue::from_static(encoding.token()));

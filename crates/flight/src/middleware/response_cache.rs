@@ -1,6 +1,6 @@
 //! Response cache for GET: 2xx responses with a body already in memory (up to 1 MiB), no Set-Cookie, not
 //! `private`/`no-store`, not produced for a request carrying Authorization, and not depending on the
-//! client's session. Keyed by method, path, query and Accept-Encoding; served for the TTL (30 s default)
+//! client's session. Keyed by method, path, query, Accept-Encoding and Accept (the SPA fallback depends on it); served for the TTL (30 s default)
 //! with `x-cache: hit`. Entries live in Redis when configured (shared by every process), else in memory,
 //! and in memory while Redis is unreachable.
 
@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use http::header::{ACCEPT_ENCODING, AUTHORIZATION, CACHE_CONTROL, CONNECTION, SET_COOKIE};
+use http::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, CACHE_CONTROL, CONNECTION, SET_COOKIE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use serve::{Body, Request, Response};
 use tower::ServiceExt;
@@ -132,11 +132,14 @@ fn cache_key(req: &Request) -> Option<String> {
     if no_cache {
         return None;
     }
-    let encoding = req.headers().get(ACCEPT_ENCODING).map(|v| v.as_bytes()).unwrap_or(b"");
+    // Accept-Encoding picks the representation; Accept decides whether the SPA fallback answers.
+    let header =
+        |name| String::from_utf8_lossy(req.headers().get(name).map(|v| v.as_bytes()).unwrap_or(b"")).into_owned();
     Some(format!(
-        "GET {}\n{}",
+        "GET {}\n{}\n{}",
         req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/"),
-        String::from_utf8_lossy(encoding)
+        header(ACCEPT_ENCODING),
+        header(ACCEPT)
     ))
 }
 

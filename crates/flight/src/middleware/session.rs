@@ -44,13 +44,15 @@ type MemorySession = (Instant, Map<String, Value>);
 
 pub struct SessionStore {
     secret: Vec<u8>,
+    secure: bool,
     redis: Option<Arc<RedisStore>>,
     memory: Mutex<HashMap<String, MemorySession>>,
 }
 
 impl SessionStore {
-    pub fn new(secret: Vec<u8>, redis: Option<Arc<RedisStore>>) -> Self {
-        SessionStore { secret, redis, memory: Mutex::new(HashMap::new()) }
+    /// `secure` adds the cookie's Secure attribute (for deployments behind TLS).
+    pub fn new(secret: Vec<u8>, secure: bool, redis: Option<Arc<RedisStore>>) -> Self {
+        SessionStore { secret, secure, redis, memory: Mutex::new(HashMap::new()) }
     }
 
     fn sign(&self, id: &str) -> String {
@@ -240,9 +242,10 @@ impl<S: super::Inner> tower::Service<Request> for Sessions<S> {
             }
             if state.fresh && state.modified {
                 let cookie = format!(
-                    "{COOKIE_NAME}={id}.{}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict",
+                    "{COOKIE_NAME}={id}.{}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict{}",
                     session.store.sign(id),
-                    TTL.as_secs()
+                    TTL.as_secs(),
+                    if session.store.secure { "; Secure" } else { "" }
                 );
                 if let Ok(value) = HeaderValue::from_str(&cookie) {
                     res.headers_mut().append(SET_COOKIE, value);
@@ -259,7 +262,7 @@ mod tests {
 
     #[test]
     fn signatures_verify_and_tampering_fails() {
-        let store = SessionStore::new(b"k".repeat(32), None);
+        let store = SessionStore::new(b"k".repeat(32), false, None);
         let id = new_id();
         let value = format!("{id}.{}", store.sign(&id));
         assert_eq!(store.verify(&value).as_deref(), Some(id.as_str()));
@@ -268,7 +271,7 @@ mod tests {
         assert_eq!(store.verify(std::str::from_utf8(&tampered).unwrap_or("")), None);
         assert_eq!(store.verify("garbage"), None);
         assert_eq!(store.verify(&format!("{id}.")), None);
-        let other = SessionStore::new(b"x".repeat(32), None);
+        let other = SessionStore::new(b"x".repeat(32), false, None);
         assert_eq!(other.verify(&value), None);
     }
 }
