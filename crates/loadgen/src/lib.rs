@@ -1,0 +1,209 @@
+//! loadgen: a wrk-class HTTP/1.1 load generator that reports honestly.
+//!
+//! Threads each run their own mio event loop (optionally pinned), own their connections and their HDR
+//! histograms, and merge once at the end. Closed loop (like wrk; latency uncorrected) or open loop at a fixed
+//! rate (`-R`, latency from each request's intended send time). Every request has a real timer; requests still
+//! in flight at the end, connections that were never established, and per-kind socket errors are reported.
+//!
+//! ```text
+//! loadgen -t1 -c64 -d10s --latency http://127.0.0.1:3000/api/hello
+//! loadgen -R 20000 -c 128 -d 30s --path '/v1/metadata/{id}?region={region}' --var id=@ids.txt --var region=ja,ko,en URL
+//! loadgen merge a.json b.json --json all.json
+//! ```
+
+pub mod assertions;
+pub mod cli;
+pub mod http1;
+pub mod merge;
+pub mod render;
+pub mod report;
+pub mod source;
+pub mod stats;
+pub mod target;
+mod worker;
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cli::RunArgs;
+use report::{Report, RunConfig, RunMeta};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Bad input: the message is one line for the user.
+    #[error("{0}")]
+    Input(String),
+    #[error("cannot connect to {addr}: {reason}")]
+    Unreachable { addr: String, reason: String },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Report(#[from] report::ReportError),
+}
+
+/// Runs the load described by `args` (warmup, then the measured window) and returns the report.
+pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
+    let url = args.url.as_deref().ok_or_else(|| RunError::Input("a URL is required".into()))?;
+    let target = target::parse(url).map_err(RunError::Input)?;
+    let source = source::build(args, &target).map_err(RunError::Input)?;
+    let assertions = assertions::Assertions::from_args(args).map_err(RunError::Input)?;
+    let pins = args.pin.as_deref().map(cli::parse_cpus).transpose().map_err(RunError::Input)?;
+    if let Some(rate) = args.rate
+        && !(rate.is_finite() && rate > 0.0)
+    {
+        return Err(RunError::Input(format!("--rate {rate} must be a positive number of requests per second")));
+    }
+    let connections = args.connections as usize;
+    let mut threads = args.threads as usize;
+    if threads > connections {
+        eprintln!("loadgen: warning: {threads} threads for {connections} connections; using {connections} threads");
+        threads = connections;
+    }
+
+    // Fail fast and clearly when nothing listens, instead of a run full of connect errors.
+    if let Err(e) = std::net::TcpStream::connect_timeout(&target.addr, args.timeout.max(Duration::from_millis(100))) {
+        return Err(RunError::Unreachable { addr: target.addr.to_string(), reason: e.to_string() });
+    }
+
+    let shared = Arc::new(worker::Shared { source, assertions });
+    let started = Instant::now();
+    let measure_from = started + args.warmup;
+    let end = measure_from + args.duration;
+    let started_unix_ms =
+        (SystemTime::now() + args.warmup).duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let want_ticks =
+        args.jsonl.is_some() || (!args.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    let (tick_tx, tick_rx) = mpsc::channel();
+
+    let mut handles = Vec::with_capacity(threads);
+    for index in 0..threads {
+        // Connections split as evenly as possible: the first `connections % threads` workers take one more.
+        let share = connections / threads + usize::from(index < connections % threads);
+        let plan = worker::Plan {
+            index,
+            connections: share,
+            pin: pins.as_ref().map(|p| p[index % p.len()]),
+            addr: target.addr,
+            timeout: args.timeout,
+            pipeline: args.pipeline as usize,
+            rate: args.rate.map(|r| r / threads as f64),
+            schedule: args.schedule,
+            seed: args.seed,
+            measure_from,
+            end,
+        };
+        let shared = shared.clone();
+        let ticks = want_ticks.then(|| tick_tx.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("loadgen-{index}"))
+            .spawn(move || worker::run(plan, shared, ticks))?;
+        handles.push(handle);
+    }
+    drop(tick_tx);
+    follow_ticks(args, tick_rx, threads)?;
+
+    let mut workers = Vec::with_capacity(threads);
+    let mut last_error = None;
+    for handle in handles {
+        let (stats, error) = handle.join().map_err(|_| RunError::Input("a worker thread panicked".into()))??;
+        last_error = last_error.or(error);
+        workers.push(stats);
+    }
+    let measured = Instant::now().saturating_duration_since(measure_from).min(args.duration);
+    let meta = RunMeta {
+        command,
+        target: target.url.clone(),
+        config: RunConfig {
+            threads: threads as u32,
+            connections: args.connections,
+            duration_s: args.duration.as_secs_f64(),
+            warmup_s: args.warmup.as_secs_f64(),
+            timeout_ms: args.timeout.as_millis() as u64,
+            method: args.method.to_ascii_uppercase(),
+            pipeline: args.pipeline,
+            mode: if args.rate.is_some() { "open" } else { "closed" }.to_string(),
+            rate: args.rate,
+            schedule: args.rate.map(|_| format!("{:?}", args.schedule).to_ascii_lowercase()),
+            source: shared.source.description.clone(),
+            pin: pins.map(|p| (0..threads).map(|i| p[i % p.len()]).collect()),
+        },
+        started_unix_ms,
+        duration_s: measured.as_secs_f64().max(1e-3),
+    };
+    let report = Report::from_workers(meta, &workers)?;
+    if report.responses == 0
+        && let Some(error) = last_error
+    {
+        eprintln!("loadgen: no responses; last error: {error}");
+    }
+    Ok(report)
+}
+
+/// Writes --jsonl lines and the terminal progress line from the workers' once-a-second ticks.
+fn follow_ticks(args: &RunArgs, ticks: mpsc::Receiver<worker::Tick>, threads: usize) -> Result<(), RunError> {
+    let mut jsonl: Option<Box<dyn Write>> = match &args.jsonl {
+        Some(path) if path.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
+        Some(path) => Some(Box::new(
+            std::fs::File::create(path)
+                .map_err(|e| RunError::Input(format!("cannot write --jsonl {}: {e}", path.display())))?,
+        )),
+        None => None,
+    };
+    let progress = !args.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut pending: std::collections::BTreeMap<u64, (usize, u64, u64, hdrhistogram::Histogram<u64>)> =
+        std::collections::BTreeMap::new();
+    for tick in ticks {
+        let entry = pending.entry(tick.second).or_insert_with(|| (0, 0, 0, stats::new_histogram()));
+        entry.0 += 1;
+        entry.1 += tick.responses;
+        entry.2 += tick.errors;
+        let _ = entry.3.add(&tick.latency);
+        if entry.0 < threads {
+            continue;
+        }
+        if let Some((second, (_, responses, errors, latency))) = pending.pop_first() {
+            let q = |q: f64| if latency.is_empty() { 0 } else { latency.value_at_quantile(q) };
+            if let Some(out) = jsonl.as_mut() {
+                let line = serde_json::json!({
+                    "second": second, "responses": responses, "errors": errors,
+                    "p50_us": q(0.5), "p99_us": q(0.99), "max_us": if latency.is_empty() { 0 } else { latency.max() },
+                });
+                let _ = writeln!(out, "{line}");
+            }
+            if progress {
+                eprint!("\r[{second:>4}s] {responses:>9} req/s  {errors} errors  p99 {} us   ", q(0.99));
+            }
+        }
+    }
+    if progress {
+        eprintln!();
+    }
+    Ok(())
+}
+
+/// Why this run should exit non-zero (empty when it passed): assertion failures, connections that were never
+/// established, no responses at all. `--allow-failures` accepts all of these.
+pub fn failures(report: &Report, args: &RunArgs) -> Vec<String> {
+    if args.allow_failures {
+        return Vec::new();
+    }
+    let mut why = Vec::new();
+    if report.responses == 0 {
+        why.push("no responses completed".to_string());
+    }
+    if report.assertions.failed > 0 {
+        why.push(format!(
+            "{} of {} checked responses failed assertions",
+            report.assertions.failed, report.assertions.checked
+        ));
+    }
+    if report.connections.failed > 0 {
+        why.push(format!(
+            "only {} of {} connections were established",
+            report.connections.established, report.connections.asked
+        ));
+    }
+    why
+}

@@ -1,0 +1,276 @@
+//! The run's report: built from the workers' stats, written as text (wrk-like) or JSON, and merged across
+//! runs. Histograms travel inside the JSON (HDR V2 + deflate, base64), so `loadgen merge` is exact.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+
+use crate::stats::{Errors, WorkerStats};
+
+/// Bumped when a field changes meaning; readers refuse other versions.
+pub const SCHEMA: &str = "loadgen-report/1";
+
+/// A loader thread busier than this over the window was probably the bottleneck itself.
+pub const SATURATED_PCT: f64 = 90.0;
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub loadgen_version: String,
+    /// Start of the measured window, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// The command line as given.
+    pub command: Vec<String>,
+    pub target: String,
+    pub config: RunConfig,
+    /// Measured window, seconds (warmup excluded).
+    pub duration_s: f64,
+    /// Complete responses in the window (any status).
+    pub responses: u64,
+    pub req_per_s: f64,
+    /// Responses per status code.
+    pub status: BTreeMap<u16, u64>,
+    /// Responses with a status outside 200–399.
+    pub non_2xx_3xx: u64,
+    pub errors: Errors,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub connections: Connections,
+    pub reconnects: u64,
+    /// Requests outstanding when the run ended: neither responses nor errors, reported so nothing hides.
+    pub in_flight_at_end: u64,
+    pub open_loop: Option<OpenLoop>,
+    pub assertions: Assertions,
+    /// Closed loop: from the write (uncorrected). Open loop: from the intended send time (corrected).
+    pub latency: Latency,
+    /// Open loop only: from the actual write.
+    pub latency_from_write: Option<Latency>,
+    pub cpu: Cpu,
+    /// How many reports were merged into this one (1 for a single run).
+    pub merged_from: u64,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RunConfig {
+    pub threads: u32,
+    pub connections: u32,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub timeout_ms: u64,
+    pub method: String,
+    pub pipeline: u32,
+    /// "closed" or "open".
+    pub mode: String,
+    pub rate: Option<f64>,
+    pub schedule: Option<String>,
+    /// What requests were sent: "url", "template …" or "replay FILE (N requests)".
+    pub source: String,
+    /// CPUs the threads were pinned to, in thread order.
+    pub pin: Option<Vec<usize>>,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Connections {
+    pub asked: u64,
+    pub established: u64,
+    /// Asked but never established.
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct OpenLoop {
+    pub target_rate: f64,
+    pub achieved_rate: f64,
+    /// Requests the schedule called for in the window.
+    pub scheduled: u64,
+    /// Requests sent more than 1 ms after their scheduled time (a connection was busy, or the loader was).
+    pub late_sends: u64,
+    /// Scheduled requests never sent: every connection busy and the backlog full (never sent as a burst).
+    pub missed_sends: u64,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Assertions {
+    pub checked: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Latency {
+    /// True when measured from the intended send time (no coordinated omission).
+    pub corrected: bool,
+    pub count: u64,
+    pub min_us: u64,
+    pub mean_us: f64,
+    pub stdev_us: f64,
+    pub p50_us: u64,
+    pub p75_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub p99_9_us: u64,
+    pub p99_99_us: u64,
+    pub max_us: u64,
+    /// The whole histogram, HDR V2 with deflate, base64: what `merge` adds up.
+    pub histogram: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Cpu {
+    pub threads: Vec<ThreadCpu>,
+    pub total_us: u64,
+    /// Loader CPU per response: the loader's own efficiency.
+    pub us_per_response: f64,
+    /// Responses per loader CPU-second.
+    pub responses_per_cpu_s: f64,
+    /// Some thread was busier than 90% of the window: the loader may have been the bottleneck.
+    pub saturated: bool,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ThreadCpu {
+    pub cpu: Option<usize>,
+    pub user_us: u64,
+    pub sys_us: u64,
+    pub busy_pct: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("histogram could not be encoded: {0}")]
+    Encode(String),
+    #[error("histogram could not be decoded: {0}")]
+    Decode(String),
+    #[error("report schema {found:?} is not {SCHEMA:?}")]
+    Schema { found: String },
+    #[error("reports disagree on {0}; they cannot be merged")]
+    Mismatch(&'static str),
+}
+
+pub fn encode_histogram(h: &Histogram<u64>) -> Result<String, ReportError> {
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new().serialize(h, &mut buf).map_err(|e| ReportError::Encode(format!("{e:?}")))?;
+    Ok(STANDARD.encode(buf))
+}
+
+pub fn decode_histogram(encoded: &str) -> Result<Histogram<u64>, ReportError> {
+    let raw = STANDARD.decode(encoded).map_err(|e| ReportError::Decode(e.to_string()))?;
+    Deserializer::new().deserialize(&mut raw.as_slice()).map_err(|e| ReportError::Decode(format!("{e:?}")))
+}
+
+impl Latency {
+    pub fn from_histogram(h: &Histogram<u64>, corrected: bool) -> Result<Latency, ReportError> {
+        let empty = h.is_empty();
+        let q = |q: f64| if empty { 0 } else { h.value_at_quantile(q) };
+        Ok(Latency {
+            corrected,
+            count: h.len(),
+            min_us: if empty { 0 } else { h.min() },
+            mean_us: if empty { 0.0 } else { h.mean() },
+            stdev_us: if empty { 0.0 } else { h.stdev() },
+            p50_us: q(0.50),
+            p75_us: q(0.75),
+            p90_us: q(0.90),
+            p99_us: q(0.99),
+            p99_9_us: q(0.999),
+            p99_99_us: q(0.9999),
+            max_us: if empty { 0 } else { h.max() },
+            histogram: encode_histogram(h)?,
+        })
+    }
+}
+
+/// What the run was, for the report (everything but the measurements).
+#[derive(Debug, Clone)]
+pub struct RunMeta {
+    pub command: Vec<String>,
+    pub target: String,
+    pub config: RunConfig,
+    pub started_unix_ms: u64,
+    pub duration_s: f64,
+}
+
+impl Report {
+    /// Adds up the workers' stats.
+    pub fn from_workers(meta: RunMeta, workers: &[WorkerStats]) -> Result<Report, ReportError> {
+        let open_loop = meta.config.rate.is_some();
+        let mut latency = crate::stats::new_histogram();
+        let mut from_write = crate::stats::new_histogram();
+        let mut status = BTreeMap::new();
+        let mut errors = Errors::default();
+        let (mut responses, mut bytes_read, mut bytes_written, mut reconnects, mut in_flight) = (0, 0, 0, 0, 0);
+        let (mut asked, mut established, mut late, mut scheduled, mut checked) = (0, 0, 0, 0, 0);
+        let mut missed = 0;
+        let mut threads = Vec::with_capacity(workers.len());
+        let window_us = (meta.duration_s * 1e6).max(1.0);
+        for w in workers {
+            latency.add(&w.latency).map_err(|e| ReportError::Encode(format!("{e:?}")))?;
+            if let Some(h) = &w.latency_from_write {
+                from_write.add(h).map_err(|e| ReportError::Encode(format!("{e:?}")))?;
+            }
+            for (code, n) in &w.status {
+                *status.entry(*code).or_insert(0) += n;
+            }
+            errors.add(&w.errors);
+            responses += w.responses;
+            bytes_read += w.bytes_read;
+            bytes_written += w.bytes_written;
+            reconnects += w.reconnects;
+            in_flight += w.in_flight_at_end;
+            asked += w.connections_asked;
+            established += w.connections_established;
+            late += w.late_sends;
+            scheduled += w.scheduled;
+            missed += w.missed_sends;
+            checked += w.assertions_checked;
+            threads.push(ThreadCpu {
+                cpu: w.pinned_cpu,
+                user_us: w.cpu_user_us,
+                sys_us: w.cpu_sys_us,
+                busy_pct: 100.0 * (w.cpu_user_us + w.cpu_sys_us) as f64 / window_us,
+            });
+        }
+        let total_us: u64 = threads.iter().map(|t| t.user_us + t.sys_us).sum();
+        let non_2xx_3xx = status.iter().filter(|(c, _)| !(200..400).contains(*c)).map(|(_, n)| n).sum();
+        let req_per_s = responses as f64 / meta.duration_s.max(1e-9);
+        Ok(Report {
+            schema: SCHEMA.to_string(),
+            loadgen_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_unix_ms: meta.started_unix_ms,
+            command: meta.command,
+            target: meta.target,
+            open_loop: meta.config.rate.map(|rate| OpenLoop {
+                target_rate: rate,
+                achieved_rate: req_per_s,
+                scheduled,
+                late_sends: late,
+                missed_sends: missed,
+            }),
+            config: meta.config,
+            duration_s: meta.duration_s,
+            responses,
+            req_per_s,
+            status,
+            non_2xx_3xx,
+            assertions: Assertions { checked, failed: errors.assertion },
+            errors,
+            bytes_read,
+            bytes_written,
+            connections: Connections { asked, established, failed: asked.saturating_sub(established) },
+            reconnects,
+            in_flight_at_end: in_flight,
+            latency: Latency::from_histogram(&latency, open_loop)?,
+            latency_from_write: if open_loop { Some(Latency::from_histogram(&from_write, false)?) } else { None },
+            cpu: Cpu {
+                saturated: threads.iter().any(|t| t.busy_pct > SATURATED_PCT),
+                threads,
+                total_us,
+                us_per_response: if responses > 0 { total_us as f64 / responses as f64 } else { 0.0 },
+                responses_per_cpu_s: if total_us > 0 { responses as f64 / (total_us as f64 / 1e6) } else { 0.0 },
+            },
+            merged_from: 1,
+        })
+    }
+}

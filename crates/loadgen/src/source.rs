@@ -1,0 +1,335 @@
+//! Where requests come from: the URL's path, a path template whose variables are drawn from lists, or a file
+//! of raw requests to replay. Each worker renders the next request into its connection's reusable write
+//! buffer: no allocation per request once buffers have grown.
+
+use std::path::Path;
+
+use crate::cli::{Pick, RunArgs};
+use crate::target::Target;
+
+/// Splitmix64: tiny, fast, and the same sequence on every platform and crate version (reproducible runs).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, n).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * n as f64) as usize % n.max(1)
+    }
+
+    /// Uniform in (0, 1].
+    pub fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[derive(Debug)]
+enum Part {
+    Literal(String),
+    Var(usize),
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// One request, pre-rendered.
+    Fixed(Vec<u8>),
+    /// `<method> <template> HTTP/1.1\r\n<headers>` with variables filled per request.
+    Template { parts: Vec<Part>, values: Vec<Vec<String>>, pick: Pick, rest: Vec<u8> },
+    /// Raw requests, replayed in order.
+    Replay(Vec<Vec<u8>>),
+}
+
+#[derive(Debug)]
+pub struct Source {
+    kind: Kind,
+    method_is_head: bool,
+    pub description: String,
+}
+
+/// Per-worker position in the source: its own random stream and round-robin counters.
+#[derive(Debug)]
+pub struct Cursor {
+    rng: Rng,
+    counters: Vec<usize>,
+    replay: usize,
+}
+
+impl Source {
+    pub fn cursor(&self, seed: u64, worker: usize) -> Cursor {
+        let vars = match &self.kind {
+            Kind::Template { values, .. } => values.len(),
+            _ => 0,
+        };
+        // Workers start at different offsets so round-robin threads do not send the same sequence in lockstep.
+        Cursor {
+            rng: Rng::new(seed ^ (worker as u64).wrapping_mul(0xA24B_AED4_963E_E407)),
+            counters: vec![worker; vars],
+            replay: worker,
+        }
+    }
+
+    /// Appends the next request to `out`; returns whether it is a HEAD request (its response has no body).
+    pub fn write_next(&self, cursor: &mut Cursor, out: &mut Vec<u8>) -> bool {
+        match &self.kind {
+            Kind::Fixed(bytes) => {
+                out.extend_from_slice(bytes);
+                self.method_is_head
+            }
+            Kind::Template { parts, values, pick, rest } => {
+                for part in parts {
+                    match part {
+                        Part::Literal(s) => out.extend_from_slice(s.as_bytes()),
+                        Part::Var(i) => {
+                            let list = &values[*i];
+                            let index = match pick {
+                                Pick::Random => cursor.rng.below(list.len()),
+                                Pick::RoundRobin => {
+                                    let at = cursor.counters[*i] % list.len();
+                                    cursor.counters[*i] = at + 1;
+                                    at
+                                }
+                            };
+                            out.extend_from_slice(list[index].as_bytes());
+                        }
+                    }
+                }
+                out.extend_from_slice(rest);
+                self.method_is_head
+            }
+            Kind::Replay(requests) => {
+                let request = &requests[cursor.replay % requests.len()];
+                cursor.replay = cursor.replay.wrapping_add(1);
+                out.extend_from_slice(request);
+                request.starts_with(b"HEAD ")
+            }
+        }
+    }
+}
+
+/// Builds the source from the command line, reading any files it names. Errors are one line, for the user.
+pub fn build(args: &RunArgs, target: &Target) -> Result<Source, String> {
+    let method = args.method.to_ascii_uppercase();
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(format!("invalid method {:?}", args.method));
+    }
+    let body = match &args.body_file {
+        Some(path) => {
+            Some(std::fs::read(path).map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?)
+        }
+        None => None,
+    };
+    let mut headers = format!("Host: {}\r\n", target.host_header);
+    for raw in &args.headers {
+        let (name, value) = raw.split_once(':').ok_or_else(|| format!("header {raw:?} is not `Name: value`"))?;
+        let (name, value) = (name.trim(), value.trim());
+        let bad = |s: &str| s.bytes().any(|b| b == b'\r' || b == b'\n');
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') || bad(value) {
+            return Err(format!("invalid header {raw:?}"));
+        }
+        if name.eq_ignore_ascii_case("host") {
+            headers = headers.replacen(&format!("Host: {}\r\n", target.host_header), "", 1);
+        }
+        headers.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if let Some(body) = &body {
+        headers.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    let mut rest = format!(" HTTP/1.1\r\n{headers}\r\n").into_bytes();
+    if let Some(body) = &body {
+        rest.extend_from_slice(body);
+    }
+    let method_is_head = method == "HEAD";
+
+    if let Some(path) = &args.replay {
+        let requests = read_replay(path)?;
+        let description = format!("replay {} ({} requests)", path.display(), requests.len());
+        return Ok(Source { kind: Kind::Replay(requests), method_is_head: false, description });
+    }
+    if let Some(template) = &args.path {
+        let (names, values) = read_vars(&args.vars)?;
+        let parts = parse_template(template, &names)?;
+        for (i, name) in names.iter().enumerate() {
+            if !parts.iter().any(|p| matches!(p, Part::Var(v) if *v == i)) {
+                return Err(format!("--var {name} is not used by --path {template:?}"));
+            }
+        }
+        let mut parts = parts;
+        parts.insert(0, Part::Literal(format!("{method} ")));
+        let description = format!("template {template} ({})", describe_vars(&names, &values));
+        return Ok(Source {
+            kind: Kind::Template { parts, values, pick: args.pick, rest },
+            method_is_head,
+            description,
+        });
+    }
+    if !args.vars.is_empty() {
+        return Err("--var needs --path with {name} placeholders".to_string());
+    }
+    let mut request = format!("{method} {}", target.path).into_bytes();
+    request.extend_from_slice(&rest);
+    Ok(Source { kind: Kind::Fixed(request), method_is_head, description: format!("url {}", target.path) })
+}
+
+fn describe_vars(names: &[String], values: &[Vec<String>]) -> String {
+    names.iter().zip(values).map(|(n, v)| format!("{n}: {} values", v.len())).collect::<Vec<_>>().join(", ")
+}
+
+/// `NAME=@FILE` (one value per non-empty line) or `NAME=a,b,c`.
+fn read_vars(raw: &[String]) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+    let mut names = Vec::new();
+    let mut values = Vec::new();
+    for spec in raw {
+        let (name, list) =
+            spec.split_once('=').ok_or_else(|| format!("--var {spec:?} is not NAME=@FILE or NAME=a,b"))?;
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(format!("--var name {name:?} must be letters, digits or _"));
+        }
+        if names.iter().any(|n| n == name) {
+            return Err(format!("--var {name} given twice"));
+        }
+        let list: Vec<String> = match list.strip_prefix('@') {
+            Some(file) => std::fs::read_to_string(file)
+                .map_err(|e| format!("cannot read --var {name} file {file}: {e}"))?
+                .lines()
+                .map(|l| l.trim().to_string())
+                .filter(|l| !l.is_empty())
+                .collect(),
+            None => list.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect(),
+        };
+        if list.is_empty() {
+            return Err(format!("--var {name} has no values"));
+        }
+        if let Some(bad) = list.iter().find(|v| v.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control())) {
+            return Err(format!("--var {name} value {bad:?} contains whitespace or control characters"));
+        }
+        names.push(name.to_string());
+        values.push(list);
+    }
+    Ok((names, values))
+}
+
+fn parse_template(template: &str, names: &[String]) -> Result<Vec<Part>, String> {
+    if !template.starts_with('/') || template.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
+        return Err(format!("--path {template:?} must start with / and contain no spaces"));
+    }
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let close =
+            rest[open..].find('}').map(|c| open + c).ok_or_else(|| format!("--path {template:?}: unclosed {{"))?;
+        if open > 0 {
+            parts.push(Part::Literal(rest[..open].to_string()));
+        }
+        let name = &rest[open + 1..close];
+        let index = names
+            .iter()
+            .position(|n| n == name)
+            .ok_or_else(|| format!("--path {template:?} uses {{{name}}} but no --var {name}=… was given"))?;
+        parts.push(Part::Var(index));
+        rest = &rest[close + 1..];
+    }
+    if !rest.is_empty() {
+        parts.push(Part::Literal(rest.to_string()));
+    }
+    Ok(parts)
+}
+
+/// A file of raw HTTP/1.1 requests, back to back; bodies need Content-Length. Bare `\n` line ends are
+/// accepted in heads and written out as CRLF.
+fn read_replay(path: &Path) -> Result<Vec<Vec<u8>>, String> {
+    let raw = std::fs::read(path).map_err(|e| format!("cannot read --replay {}: {e}", path.display()))?;
+    let mut requests = Vec::new();
+    let mut at = 0;
+    while at < raw.len() {
+        while at < raw.len() && (raw[at] == b'\r' || raw[at] == b'\n') {
+            at += 1;
+        }
+        if at >= raw.len() {
+            break;
+        }
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut req = httparse::Request::new(&mut headers);
+        let head_len = match req.parse(&raw[at..]) {
+            Ok(httparse::Status::Complete(n)) => n,
+            _ => {
+                return Err(format!(
+                    "--replay {}: request {} is not a complete HTTP/1.1 request head",
+                    path.display(),
+                    requests.len() + 1
+                ));
+            }
+        };
+        let body_len = req
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+            .map(|h| std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse::<usize>().ok()))
+            .unwrap_or(Some(0))
+            .ok_or_else(|| {
+                format!("--replay {}: request {} has an invalid Content-Length", path.display(), requests.len() + 1)
+            })?;
+        let mut out = format!("{} {} HTTP/1.1\r\n", req.method.unwrap_or("GET"), req.path.unwrap_or("/")).into_bytes();
+        for h in req.headers.iter() {
+            out.extend_from_slice(h.name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(h.value);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        let body_start = at + head_len;
+        if raw.len() < body_start + body_len {
+            return Err(format!(
+                "--replay {}: request {} body is shorter than its Content-Length",
+                path.display(),
+                requests.len() + 1
+            ));
+        }
+        out.extend_from_slice(&raw[body_start..body_start + body_len]);
+        requests.push(out);
+        at = body_start + body_len;
+    }
+    if requests.is_empty() {
+        return Err(format!("--replay {}: no requests in the file", path.display()));
+    }
+    Ok(requests)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix_is_stable_and_spreads() {
+        let mut rng = Rng::new(1);
+        let first: Vec<u64> = (0..3).map(|_| rng.next_u64()).collect();
+        let mut again = Rng::new(1);
+        assert_eq!(first, (0..3).map(|_| again.next_u64()).collect::<Vec<_>>());
+        let mut hits = [0usize; 4];
+        for _ in 0..4000 {
+            hits[rng.below(4)] += 1;
+        }
+        assert!(hits.iter().all(|&h| h > 800), "{hits:?}");
+    }
+
+    #[test]
+    fn templates_parse() {
+        let names = vec!["id".to_string(), "region".to_string()];
+        let parts = parse_template("/v1/{id}?region={region}", &names).expect("valid");
+        assert_eq!(parts.len(), 4);
+        assert!(parse_template("/v1/{nope}", &names).is_err());
+        assert!(parse_template("/v1/{id", &names).is_err());
+        assert!(parse_template("v1", &names).is_err());
+    }
+}
