@@ -224,7 +224,7 @@ impl Worker<'_> {
                     self.on_writable(i);
                 }
                 if event.is_readable() || event.is_read_closed() {
-                    self.on_readable(i);
+                    self.on_readable(i, event.is_read_closed());
                 }
             }
         }
@@ -340,7 +340,9 @@ impl Worker<'_> {
         }
     }
 
-    fn on_readable(&mut self, i: usize) {
+    /// `peer_closed`: the event also reported the peer's FIN, which arrives with no later edge of its own,
+    /// so the socket must be read to EOF now (a close-delimited body ends there).
+    fn on_readable(&mut self, i: usize, peer_closed: bool) {
         loop {
             let conn = &mut self.conns[i];
             let Some(stream) = conn.stream.as_mut() else { return };
@@ -369,8 +371,9 @@ impl Worker<'_> {
                     if !self.parse(i) {
                         return;
                     }
-                    // A short read drained the socket; the next edge brings more. No EAGAIN syscall needed.
-                    if n < space {
+                    // A short read drained the socket; the next edge brings more. No EAGAIN syscall needed,
+                    // unless the peer already closed: then no further edge comes and EOF must be read now.
+                    if n < space && !peer_closed {
                         return;
                     }
                 }
