@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine, and nothing when it is already there:
-# redis-server (tests start real ones via crates/testkit), plus the Rust components for fmt and clippy.
+# redis-server and PostgreSQL (tests start real ones via crates/testkit), the pinned Bun/Node peers, plus the
+# Rust components for fmt and clippy.
 set -euo pipefail
 
 as_root() {
@@ -10,12 +11,20 @@ as_root() {
 need=()
 command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || need+=(redis-server)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# initdb lives in /usr/lib/postgresql/<major>/bin on Debian, not on PATH; the package also creates the
+# `postgres` user that testkit runs the server as when the tests run as root.
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  need+=(postgresql)
+fi
+command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 if [ "${#need[@]}" -gt 0 ]; then
   echo "install-test-deps: apt-get install ${need[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
-# Debian's package enables a system redis service; tests start their own on free ports and never use it.
+# Debian's packages enable system redis and postgresql services; tests start their own on free ports in temp
+# dirs and never use those.
 
 # The hello contract test (tests/tests/hello_contract.rs) runs the pinned Bun and Node peers.
 peers="$(cd "$(dirname "${BASH_SOURCE[0]}")/../bench/peers" && pwd)"

@@ -1,5 +1,6 @@
-//! Test-only helpers that start real dependencies: `redis-server` from PATH, in a temp dir, on a free
-//! loopback port. No mocks: tests talk to the real thing, and can kill, pause and restart it to inject faults.
+//! Test-only helpers that start real dependencies: `redis-server` and PostgreSQL (`initdb` + `postgres`) from
+//! PATH (or Debian's /usr/lib/postgresql/*/bin), in temp dirs, on free loopback ports. No mocks: tests talk to
+//! the real thing, and can kill, pause and restart it to inject faults.
 //!
 //! ```no_run
 //! let redis = testkit::Redis::start();
@@ -117,12 +118,21 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("bind 127.0.0.1:0")
 }
 
-/// Looks a binary up on PATH (and in the usual sbin dirs Debian puts servers in).
+/// Looks a binary up on PATH (and in the usual dirs Debian puts servers in, PostgreSQL's versioned one too).
 pub fn find_binary(name: &str) -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut postgres_dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|dirs| dirs.filter_map(|d| d.ok()).map(|d| d.path().join("bin")).collect())
+        .unwrap_or_default();
+    postgres_dirs.sort();
+    postgres_dirs.reverse(); // newest major version first
     std::env::split_paths(&path)
         .chain(["/usr/sbin", "/usr/local/sbin", "/usr/bin"].map(PathBuf::from))
+        .chain(postgres_dirs)
         .map(|dir| dir.join(name))
         .find(|candidate| candidate.is_file())
         .unwrap_or_else(|| panic!("{name} not found on PATH; run the README's test command, which installs it"))
 }
+
+mod postgres;
+pub use postgres::Postgres;
