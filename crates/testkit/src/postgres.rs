@@ -3,7 +3,7 @@
 //! runs as the `postgres` system user through `setpriv`, which execs in place: the child's pid is the
 //! postmaster's, so the tests can signal it directly.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
