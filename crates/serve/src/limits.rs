@@ -14,6 +14,10 @@ pub struct ServeArgs {
     /// Seconds an idle keep-alive connection (no request in flight, no bytes arriving) stays open.
     #[arg(long, default_value_t = 5)]
     pub keep_alive_timeout: u64,
+    /// Seconds a request in flight may go without a byte moving in either direction (a stalled body upload,
+    /// a client that stops reading the response, or a handler that never answers) before it is cut.
+    #[arg(long, default_value_t = 30)]
+    pub io_timeout: u64,
     /// Largest request head (request line and headers) in bytes; larger gets 431. At least 8192.
     #[arg(long, default_value_t = 16 * 1024, value_parser = clap::value_parser!(u32).range(8192..=1024 * 1024))]
     pub max_header_bytes: u32,
@@ -31,6 +35,7 @@ impl ServeArgs {
             workers: self.workers.map(usize::from).unwrap_or_else(default_workers),
             header_timeout: Duration::from_secs(self.header_timeout.max(1)),
             keep_alive_timeout: Duration::from_secs(self.keep_alive_timeout.max(1)),
+            io_timeout: Duration::from_secs(self.io_timeout.max(1)),
             max_header_bytes: self.max_header_bytes as usize,
             body_limit: self.body_limit,
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
@@ -45,6 +50,7 @@ pub struct Limits {
     pub workers: usize,
     pub header_timeout: Duration,
     pub keep_alive_timeout: Duration,
+    pub io_timeout: Duration,
     pub max_header_bytes: usize,
     pub body_limit: u64,
     pub shutdown_timeout: Duration,
@@ -59,6 +65,7 @@ impl Default for Limits {
             workers: default_workers(),
             header_timeout: Duration::from_secs(10),
             keep_alive_timeout: Duration::from_secs(5),
+            io_timeout: Duration::from_secs(30),
             max_header_bytes: 16 * 1024,
             body_limit: 1024 * 1024,
             shutdown_timeout: Duration::from_secs(10),

@@ -162,6 +162,8 @@ struct ConnState {
     in_flight: Cell<u32>,
     idle_since: Cell<Instant>,
     head_started: Cell<Option<Instant>>,
+    /// While a request is in flight: since when no byte has moved (None while bytes flow).
+    stalled_since: Cell<Option<Instant>>,
     /// The connection task, when it polled for a read while a request was in flight: it must be woken when
     /// the request finishes so the idle deadline gets armed (hyper will not poll the socket again by itself).
     parked: Cell<Option<std::task::Waker>>,
@@ -173,6 +175,7 @@ impl ConnState {
             in_flight: Cell::new(0),
             idle_since: Cell::new(Instant::now()),
             head_started: Cell::new(None),
+            stalled_since: Cell::new(None),
             parked: Cell::new(None),
         }
     }
@@ -185,6 +188,7 @@ impl InFlight {
     fn new(conn: Rc<ConnState>) -> Self {
         conn.in_flight.set(conn.in_flight.get() + 1);
         conn.head_started.set(None);
+        conn.stalled_since.set(None);
         InFlight(conn)
     }
 }
@@ -193,13 +197,16 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.in_flight.set(self.0.in_flight.get() - 1);
         self.0.idle_since.set(Instant::now());
+        self.0.stalled_since.set(None);
         if let Some(waker) = self.0.parked.take() {
             waker.wake();
         }
     }
 }
 
-/// The socket, with the two deadlines that apply while no request is in flight:
+/// The socket, with its deadlines. While a request is in flight: no byte may stay unmoved in either direction
+/// for `stall` (`--io-timeout`), which cuts stalled uploads, clients that stop reading, and handlers that never
+/// answer. While none is, two apply:
 /// * keep-alive: the next request's first byte must arrive within `keep_alive` of the connection going idle
 ///   (accepted, or previous response done);
 /// * header: once that first byte is in, the whole head must arrive within `header`.
@@ -213,13 +220,21 @@ struct IdleIo {
     conn: Rc<ConnState>,
     keep_alive: Duration,
     header: Duration,
+    stall: Duration,
     timer: Pin<Box<Sleep>>,
 }
 
 impl IdleIo {
     fn new(stream: TcpStream, conn: Rc<ConnState>, limits: &Limits) -> Self {
         let timer = Box::pin(tokio::time::sleep(limits.keep_alive_timeout.min(limits.header_timeout)));
-        IdleIo { io: stream, conn, keep_alive: limits.keep_alive_timeout, header: limits.header_timeout, timer }
+        IdleIo {
+            io: stream,
+            conn,
+            keep_alive: limits.keep_alive_timeout,
+            header: limits.header_timeout,
+            stall: limits.io_timeout,
+            timer,
+        }
     }
 
     fn deadline(&self) -> Instant {
@@ -232,18 +247,61 @@ impl IdleIo {
     fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
         if self.conn.in_flight.get() > 0 {
             self.conn.parked.set(Some(cx.waker().clone()));
-            return Poll::Pending;
+            return self.poll_stall(cx);
         }
         loop {
+            let deadline = self.deadline();
+            // The timer may still be armed for a later stall deadline; never let that delay this one.
+            if self.timer.deadline() > deadline {
+                self.timer.as_mut().reset(deadline);
+            }
             if self.timer.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
-            let deadline = self.deadline();
             if Instant::now() >= deadline {
                 let what = if self.conn.head_started.get().is_some() { "header read" } else { "keep-alive idle" };
                 return Poll::Ready(io::Error::new(io::ErrorKind::TimedOut, format!("{what} timeout")));
             }
             self.timer.as_mut().reset(deadline);
+        }
+    }
+}
+
+impl IdleIo {
+    /// In flight and a read or write would block: fails once no byte has moved for `stall`. The clock is
+    /// read only when a stall starts, not while bytes flow.
+    fn poll_stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let since = match self.conn.stalled_since.get() {
+            Some(since) => since,
+            None => {
+                let now = Instant::now();
+                self.conn.stalled_since.set(Some(now));
+                now
+            }
+        };
+        let deadline = since + self.stall;
+        if self.timer.deadline() != deadline {
+            self.timer.as_mut().reset(deadline);
+        }
+        match self.timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(io::Error::new(io::ErrorKind::TimedOut, "request stalled: no bytes moved")),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// A write that moved bytes ends a stall; one that would block while a request is in flight (a client
+    /// that stopped reading) counts toward the stall deadline.
+    fn after_write(&mut self, cx: &mut Context<'_>, result: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
+        match result {
+            Poll::Ready(Ok(n)) if n > 0 => {
+                self.conn.stalled_since.set(None);
+                Poll::Ready(Ok(n))
+            }
+            Poll::Pending if self.conn.in_flight.get() > 0 => match self.poll_stall(cx) {
+                Poll::Ready(e) => Poll::Ready(Err(e)),
+                Poll::Pending => Poll::Pending,
+            },
+            other => other,
         }
     }
 }
@@ -255,8 +313,12 @@ impl tokio::io::AsyncRead for IdleIo {
         match Pin::new(&mut this.io).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
                 let got_bytes = buf.filled().len() > before;
-                if got_bytes && this.conn.in_flight.get() == 0 && this.conn.head_started.get().is_none() {
-                    this.conn.head_started.set(Some(Instant::now()));
+                if got_bytes {
+                    if this.conn.in_flight.get() > 0 {
+                        this.conn.stalled_since.set(None);
+                    } else if this.conn.head_started.get().is_none() {
+                        this.conn.head_started.set(Some(Instant::now()));
+                    }
                 }
                 Poll::Ready(Ok(()))
             }
@@ -271,7 +333,9 @@ impl tokio::io::AsyncRead for IdleIo {
 
 impl tokio::io::AsyncWrite for IdleIo {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.io).poll_write(cx, buf);
+        this.after_write(cx, result)
     }
 
     fn poll_write_vectored(
@@ -279,7 +343,9 @@ impl tokio::io::AsyncWrite for IdleIo {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.after_write(cx, result)
     }
 
     fn is_write_vectored(&self) -> bool {

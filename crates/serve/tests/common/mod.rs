@@ -22,6 +22,7 @@ pub fn test_limits() -> Limits {
         workers: 1,
         header_timeout: Duration::from_secs(1),
         keep_alive_timeout: Duration::from_secs(1),
+        io_timeout: Duration::from_secs(3),
         max_header_bytes: 8192,
         body_limit: 1024,
         shutdown_timeout: Duration::from_secs(2),
@@ -179,6 +180,30 @@ impl Client {
         let mut line = String::new();
         self.reader.read_line(&mut line)?;
         Ok(line.trim_end_matches(['\r', '\n']).to_string())
+    }
+
+    /// Like [`Client::wait_closed`], but returns how many bytes arrived before the close (`None`: still open).
+    pub fn drain_until_closed(&mut self, within: Duration) -> Option<usize> {
+        let start = Instant::now();
+        let mut total = 0;
+        loop {
+            let remaining = within.saturating_sub(start.elapsed());
+            if remaining.is_zero() {
+                return None;
+            }
+            self.reader.get_ref().set_read_timeout(Some(remaining.max(Duration::from_millis(1)))).expect("timeout");
+            match self.reader.fill_buf() {
+                Ok([]) => return Some(total),
+                Ok(data) => {
+                    let n = data.len();
+                    total += n;
+                    self.reader.consume(n);
+                }
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return None,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Some(total),
+            }
+        }
     }
 
     /// Waits up to `within` for the server to close the connection (EOF or reset), discarding anything it sends
