@@ -9,7 +9,6 @@
 pub mod backends;
 pub mod config;
 pub mod middleware;
-pub mod redis_store;
 pub mod routes;
 pub mod static_files;
 
@@ -17,6 +16,7 @@ use std::sync::Arc;
 
 use tower::ServiceBuilder;
 
+use bounded_redis::RedisStore;
 use config::{Profile, Settings};
 use middleware::compression::CompressionLayer;
 use middleware::cors::CorsLayer;
@@ -25,7 +25,6 @@ use middleware::request_log::RequestLogLayer;
 use middleware::response_cache::{ResponseCache, ResponseCacheLayer};
 use middleware::security_headers::SecurityHeadersLayer;
 use middleware::session::{SessionLayer, SessionStore};
-use redis_store::RedisStore;
 use routes::{DuplicateRoute, RouteTable, Router};
 use static_files::StaticFiles;
 

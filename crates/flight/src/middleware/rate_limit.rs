@@ -15,7 +15,7 @@ use http::{HeaderValue, StatusCode};
 use serve::{Request, Response};
 use tower::ServiceExt;
 
-use crate::redis_store::RedisStore;
+use bounded_redis::RedisStore;
 
 pub struct Limiter {
     limit: u32,

@@ -17,7 +17,7 @@ use serve::{Body, Request, Response};
 use tower::ServiceExt;
 
 use crate::middleware::session::Session;
-use crate::redis_store::RedisStore;
+use bounded_redis::RedisStore;
 
 const X_CACHE: &str = "x-cache";
 const MAX_BODY: usize = 1024 * 1024;

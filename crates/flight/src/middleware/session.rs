@@ -21,7 +21,7 @@ use serve::{Request, Response};
 use sha2::Sha256;
 use tower::ServiceExt;
 
-use crate::redis_store::RedisStore;
+use bounded_redis::RedisStore;
 
 pub const COOKIE_NAME: &str = "flight.sid";
 const TTL: Duration = Duration::from_secs(24 * 60 * 60);

@@ -1,8 +1,9 @@
 //! One Redis connection for the whole process, connected lazily and used under a hard deadline.
 //!
-//! The original Flight hung when Redis was down. Here every command is bounded by FLIGHT_REDIS_TIMEOUT_MS;
-//! a failure flips the store to "down" (one warning), callers take their in-memory path, and a reconnect is
-//! attempted at most once a second until Redis answers again (one info line on recovery).
+//! The services this workspace ports hung when Redis was down. Here every command is bounded by the timeout
+//! given to [`RedisStore::new`]; a failure flips the store to "down" (one warning), callers take their fallback
+//! path, and a reconnect is attempted at most once a second until Redis answers again (one info line on
+//! recovery). Used by flight-rs (rate limit, sessions, cache) and scribe-rs (schema cache).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
