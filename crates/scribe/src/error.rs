@@ -1,0 +1,51 @@
+//! The one API error type of scribe-rs, and how each maps to a status and a JSON body. 5xx details are logged
+//! once here and never sent.
+
+use http::header::RETRY_AFTER;
+use http::{HeaderValue, StatusCode};
+use serve::Response;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    /// The record failed schema validation: the validator's messages.
+    #[error("validation failed")]
+    Invalid(Vec<String>),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("request body exceeds the limit of {0} bytes")]
+    TooLarge(u64),
+    /// A dependency is down or overloaded: retry later.
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn into_response(self) -> Response {
+        match self {
+            ApiError::BadRequest(message) => serve::error(StatusCode::BAD_REQUEST, &message),
+            ApiError::Invalid(errors) => serve::json(
+                StatusCode::BAD_REQUEST,
+                &serde_json::json!({ "error": "validation failed", "errors": errors }),
+            ),
+            ApiError::NotFound(message) => serve::error(StatusCode::NOT_FOUND, &message),
+            ApiError::Unauthorized(message) => serve::error(StatusCode::UNAUTHORIZED, &message),
+            ApiError::TooLarge(limit) => serve::payload_too_large(limit),
+            ApiError::Unavailable(detail) => {
+                tracing::warn!(%detail, "answering 503");
+                let mut res = serve::error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable, retry shortly");
+                res.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
+                res
+            }
+            ApiError::Internal(detail) => {
+                tracing::error!(%detail, "answering 500");
+                serve::error(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+            }
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! Postgres storage in the original Scribe's layout: table `<component>` (`id serial` + one column per
+//! envelope property) and `<component>_history(id serial, foreignkey → id ON DELETE CASCADE, patches json)`
+//! holding diff-match-patch patch texts. Differences from the original, all on purpose: every value is a bind
+//! parameter and every identifier is validated and quoted; DDL runs once per table and schema version (not per
+//! insert) under an advisory lock, so concurrent first writes are safe; a write and its history row commit in
+//! one transaction; errors are reported, never answered with an empty 200.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use deadpool_postgres::{GenericClient, Pool};
+use serde_json::{Map, Value};
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Row, error::SqlState};
+
+use crate::error::ApiError;
+use crate::history;
+
+/// A validated table name (lower-case, `[a-z_][a-z0-9_]*`, short enough for `<name>_history`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Table(String);
+
+/// Postgres identifiers are at most 63 bytes; `_history` needs 8 of them.
+const MAX_TABLE: usize = 63 - "_history".len();
+
+impl Table {
+    /// `segments`: ["notes"] or ["notes", "drafts"] → `notes` / `notes_drafts` (the original's naming).
+    pub fn new(segments: &[&str]) -> Result<Table, ApiError> {
+        for s in segments {
+            let valid = !s.is_empty()
+                && s.len() <= 63
+                && s.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !valid {
+                return Err(ApiError::BadRequest(format!(
+                    "component name {s:?} must match ^[A-Za-z_][A-Za-z0-9_]{{0,62}}$"
+                )));
+            }
+        }
+        // Unquoted identifiers fold to lower case in Postgres; the original created tables that way.
+        let name = segments.join("_").to_ascii_lowercase();
+        if name.len() > MAX_TABLE {
+            return Err(ApiError::BadRequest(format!("component name {name:?} is longer than {MAX_TABLE} characters")));
+        }
+        Ok(Table(name))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+
+    /// Quoted: safe for any validated name, reserved words included.
+    fn q(&self) -> String {
+        format!("\"{}\"", self.0)
+    }
+
+    fn history(&self) -> String {
+        format!("\"{}_history\"", self.0)
+    }
+}
+
+/// The envelope's columns, in table order, with their SQL types (from schemas/default.table.schema.json).
+pub const COLUMNS: [(&str, &str); 5] = [
+    ("data", "jsonb"),
+    ("date_created", "timestamptz"),
+    ("date_modified", "timestamptz"),
+    ("created_by", "integer"),
+    ("modified_by", "integer"),
+];
+
+/// Tables whose DDL has run in this process, with the schema version they were ensured for.
+#[derive(Default)]
+pub struct Ensured(Mutex<HashSet<(String, u64)>>);
+
+impl Ensured {
+    fn contains(&self, table: &Table, version: u64) -> bool {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).contains(&(table.0.clone(), version))
+    }
+
+    fn insert(&self, table: &Table, version: u64) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert((table.0.clone(), version));
+    }
+
+    pub fn forget(&self, table: &Table) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).retain(|(t, _)| *t != table.0);
+    }
+}
+
+pub struct Store {
+    pool: Pool,
+    ensured: Arc<Ensured>,
+}
+
+/// The envelope values of a record, bound in COLUMNS order.
+pub struct Envelope {
+    pub data: Value,
+    pub date_created: chrono::DateTime<chrono::Utc>,
+    pub date_modified: chrono::DateTime<chrono::Utc>,
+    pub created_by: i32,
+    pub modified_by: i32,
+}
+
+impl Envelope {
+    /// From a body already validated against the envelope schema.
+    pub fn from_body(body: &Value) -> Result<Envelope, ApiError> {
+        let date = |key: &str| -> Result<chrono::DateTime<chrono::Utc>, ApiError> {
+            let raw = body.get(key).and_then(Value::as_str).unwrap_or_default();
+            chrono::DateTime::parse_from_rfc3339(raw)
+                .map(|d| d.with_timezone(&chrono::Utc))
+                .map_err(|_| ApiError::BadRequest(format!("{key}: {raw:?} is not an RFC 3339 date-time")))
+        };
+        let int = |key: &str| -> Result<i32, ApiError> {
+            body.get(key)
+                .and_then(Value::as_i64)
+                .and_then(|v| i32::try_from(v).ok())
+                .ok_or_else(|| ApiError::BadRequest(format!("{key} must be a 32-bit integer")))
+        };
+        Ok(Envelope {
+            data: body.get("data").cloned().unwrap_or(Value::Null),
+            date_created: date("date_created")?,
+            date_modified: date("date_modified")?,
+            created_by: int("created_by")?,
+            modified_by: int("modified_by")?,
+        })
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 5] {
+        [&self.data, &self.date_created, &self.date_modified, &self.created_by, &self.modified_by]
+    }
+}
+
+impl Store {
+    pub fn new(pool: Pool, ensured: Arc<Ensured>) -> Self {
+        Store { pool, ensured }
+    }
+
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, ApiError> {
+        self.pool.get().await.map_err(|e| ApiError::Unavailable(format!("postgres: {e}")))
+    }
+
+    /// Creates the tables (and any missing envelope column) once per table and schema version.
+    async fn ensure(&self, table: &Table, version: u64) -> Result<(), ApiError> {
+        if self.ensured.contains(table, version) {
+            return Ok(());
+        }
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db_error)?;
+        // Serialize DDL for this table across connections and processes: CREATE TABLE IF NOT EXISTS races.
+        tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&table.0]).await.map_err(db_error)?;
+        let columns: Vec<String> = COLUMNS.iter().map(|(n, t)| format!("{n} {t}")).collect();
+        tx.batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {t} (id serial PRIMARY KEY, {cols}); \
+             CREATE TABLE IF NOT EXISTS {h} (id serial PRIMARY KEY, foreignkey integer REFERENCES {t} (id) ON DELETE CASCADE, patches json); \
+             ALTER TABLE {t} {add}",
+            t = table.q(),
+            h = table.history(),
+            cols = columns.join(", "),
+            add = columns.iter().map(|c| format!("ADD COLUMN IF NOT EXISTS {c}")).collect::<Vec<_>>().join(", "),
+        ))
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        self.ensured.insert(table, version);
+        Ok(())
+    }
+
+    /// Inserts a record and its creation history in one transaction; returns the row.
+    pub async fn create(&self, table: &Table, version: u64, envelope: &Envelope) -> Result<Value, ApiError> {
+        self.ensure(table, version).await?;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db_error)?;
+        let insert = tx
+            .prepare_cached(&format!(
+                "INSERT INTO {} (data, date_created, date_modified, created_by, modified_by) VALUES ($1, $2, $3, $4, $5) RETURNING *",
+                table.q()
+            ))
+            .await
+            .map_err(|e| self.schema_changed(table, e))?;
+        let row = tx.query_one(&insert, &envelope.params()).await.map_err(db_error)?;
+        let (id, json) = (row_id(&row)?, row_to_json(&row)?);
+        let text = serde_json::to_string(&json).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let patches = Value::Array(vec![Value::String(history::creation_patch(&text))]);
+        let history = tx
+            .prepare_cached(&format!("INSERT INTO {} (foreignkey, patches) VALUES ($1, $2)", table.history()))
+            .await
+            .map_err(db_error)?;
+        tx.execute(&history, &[&id, &patches]).await.map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(json)
+    }
+
+    /// Updates a record and appends the patch back to its previous version, in one transaction.
+    /// `None` when there is no such record.
+    pub async fn update(
+        &self,
+        table: &Table,
+        version: u64,
+        id: i32,
+        envelope: &Envelope,
+    ) -> Result<Option<Value>, ApiError> {
+        self.ensure(table, version).await?;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db_error)?;
+        let select = tx
+            .prepare_cached(&format!("SELECT * FROM {} WHERE id = $1 FOR UPDATE", table.q()))
+            .await
+            .map_err(db_error)?;
+        let Some(old) = tx.query_opt(&select, &[&id]).await.map_err(db_error)? else { return Ok(None) };
+        let old_text = serde_json::to_string(&row_to_json(&old)?).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let update = tx
+            .prepare_cached(&format!(
+                "UPDATE {} SET (data, date_created, date_modified, created_by, modified_by) = ($1, $2, $3, $4, $5) WHERE id = $6 RETURNING *",
+                table.q()
+            ))
+            .await
+            .map_err(|e| self.schema_changed(table, e))?;
+        let p = envelope.params();
+        let row = tx.query_one(&update, &[p[0], p[1], p[2], p[3], p[4], &id]).await.map_err(db_error)?;
+        let json = row_to_json(&row)?;
+        let new_text = serde_json::to_string(&json).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let patch = history::update_patch(&new_text, &old_text);
+        let existing = tx
+            .prepare_cached(&format!(
+                "SELECT id, patches FROM {} WHERE foreignkey = $1 ORDER BY id LIMIT 1 FOR UPDATE",
+                table.history()
+            ))
+            .await
+            .map_err(db_error)?;
+        match tx.query_opt(&existing, &[&id]).await.map_err(db_error)? {
+            Some(h) => {
+                let history_id: i32 = h.try_get(0).map_err(db_error)?;
+                let mut patches: Value = h.try_get(1).map_err(db_error)?;
+                match patches.as_array_mut() {
+                    Some(list) => list.push(Value::String(patch)),
+                    None => patches = Value::Array(vec![Value::String(patch)]),
+                }
+                let set = tx
+                    .prepare_cached(&format!("UPDATE {} SET patches = $1 WHERE id = $2", table.history()))
+                    .await
+                    .map_err(db_error)?;
+                tx.execute(&set, &[&patches, &history_id]).await.map_err(db_error)?;
+            }
+            None => {
+                let patches = Value::Array(vec![Value::String(patch)]);
+                let insert = tx
+                    .prepare_cached(&format!("INSERT INTO {} (foreignkey, patches) VALUES ($1, $2)", table.history()))
+                    .await
+                    .map_err(db_error)?;
+                tx.execute(&insert, &[&id, &patches]).await.map_err(db_error)?;
+            }
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(Some(json))
+    }
+
+    /// Rows of a query, as JSON objects in column order. A missing table reads as no rows.
+    pub async fn select(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Value>, ApiError> {
+        let client = self.client().await?;
+        let statement = match client.prepare_cached(sql).await {
+            Ok(s) => s,
+            Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => return Ok(Vec::new()),
+            Err(e) => return Err(query_error(e)),
+        };
+        let rows = client.query(&statement, params).await.map_err(query_error)?;
+        rows.iter().map(row_to_json).collect()
+    }
+
+    /// The history patches of one record (empty when none or the table is missing).
+    pub async fn patches(&self, table: &Table, id: i32) -> Result<Vec<String>, ApiError> {
+        let sql = format!("SELECT patches FROM {} WHERE foreignkey = $1 ORDER BY id LIMIT 1", table.history());
+        let rows = self.select(&sql, &[&id]).await?;
+        let patches = rows.first().and_then(|r| r.get("patches")).and_then(Value::as_array);
+        Ok(patches.map(|p| p.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default())
+    }
+
+    /// Runs a statement that returns nothing; a missing table is not an error (deleting from nothing).
+    pub async fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<(), ApiError> {
+        let client = self.client().await?;
+        match client.execute(sql, params).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => Ok(()),
+            Err(e) => Err(db_error(e)),
+        }
+    }
+
+    pub async fn drop_tables(&self, table: &Table) -> Result<(), ApiError> {
+        self.execute(&format!("DROP TABLE IF EXISTS {}, {}", table.history(), table.q()), &[]).await?;
+        self.ensured.forget(table);
+        Ok(())
+    }
+
+    pub async fn truncate(&self, table: &Table) -> Result<(), ApiError> {
+        self.execute(&format!("TRUNCATE {} RESTART IDENTITY CASCADE", table.q()), &[]).await
+    }
+
+    /// `SELECT 1` within `deadline`, for /healthz.
+    pub async fn ping(&self, deadline: Duration) -> Result<(), String> {
+        let check = async {
+            let client = self.pool.get().await.map_err(|e| e.to_string())?;
+            client.simple_query("SELECT 1").await.map(|_| ()).map_err(|e| e.to_string())
+        };
+        tokio::time::timeout(deadline, check).await.map_err(|_| "timed out".to_string())?
+    }
+
+    /// A prepared statement failed because the table changed under us (dropped by another process):
+    /// forget that it was ensured, so the next request recreates it.
+    fn schema_changed(&self, table: &Table, e: tokio_postgres::Error) -> ApiError {
+        if e.code() == Some(&SqlState::UNDEFINED_TABLE) || e.code() == Some(&SqlState::UNDEFINED_COLUMN) {
+            self.ensured.forget(table);
+            return ApiError::Unavailable("the table changed while writing; retry".to_string());
+        }
+        db_error(e)
+    }
+}
+
+fn row_id(row: &Row) -> Result<i32, ApiError> {
+    row.try_get::<_, i32>("id").map_err(db_error)
+}
+
+/// Connection-level failures are 503 (retry); anything else is a 500 whose details go to the log only.
+pub fn db_error(e: tokio_postgres::Error) -> ApiError {
+    if e.is_closed() || e.code().is_none() && e.as_db_error().is_none() {
+        return ApiError::Unavailable(format!("postgres: {e}"));
+    }
+    ApiError::Internal(format!("postgres: {e}"))
+}
+
+/// Errors caused by what the client asked for (a filter on a column that is not there, a value of the wrong
+/// type) are 400s with the database's reason; the rest as `db_error`.
+fn query_error(e: tokio_postgres::Error) -> ApiError {
+    let client_caused = [
+        SqlState::UNDEFINED_COLUMN,
+        SqlState::UNDEFINED_FUNCTION,
+        SqlState::INVALID_TEXT_REPRESENTATION,
+        SqlState::DATATYPE_MISMATCH,
+        SqlState::INVALID_PARAMETER_VALUE,
+        SqlState::INVALID_DATETIME_FORMAT,
+        SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+    ];
+    match e.as_db_error() {
+        Some(db) if client_caused.contains(db.code()) => {
+            ApiError::BadRequest(format!("query rejected: {}", db.message()))
+        }
+        _ => db_error(e),
+    }
+}
+
+/// A row as the Node peers serialize it: columns in table order; timestamps UTC with milliseconds and Z.
+pub fn row_to_json(row: &Row) -> Result<Value, ApiError> {
+    let mut out = Map::with_capacity(row.len());
+    for (i, column) in row.columns().iter().enumerate() {
+        let value = match *column.type_() {
+            Type::INT2 => row.try_get::<_, Option<i16>>(i).map(|v| v.map(Value::from)),
+            Type::INT4 => row.try_get::<_, Option<i32>>(i).map(|v| v.map(Value::from)),
+            Type::INT8 => row.try_get::<_, Option<i64>>(i).map(|v| v.map(Value::from)),
+            Type::FLOAT4 => row.try_get::<_, Option<f32>>(i).map(|v| v.map(|f| Value::from(f64::from(f)))),
+            Type::FLOAT8 => row.try_get::<_, Option<f64>>(i).map(|v| v.map(Value::from)),
+            Type::BOOL => row.try_get::<_, Option<bool>>(i).map(|v| v.map(Value::from)),
+            Type::JSON | Type::JSONB => row.try_get::<_, Option<Value>>(i),
+            Type::TIMESTAMPTZ => row
+                .try_get::<_, Option<chrono::DateTime<chrono::Utc>>>(i)
+                .map(|v| v.map(|d| Value::String(d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()))),
+            Type::TIMESTAMP => row
+                .try_get::<_, Option<chrono::NaiveDateTime>>(i)
+                .map(|v| v.map(|d| Value::String(d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()))),
+            _ => row.try_get::<_, Option<String>>(i).map(|v| v.map(Value::String)),
+        }
+        .map_err(|e| ApiError::Internal(format!("column {}: {e}", column.name())))?;
+        out.insert(column.name().to_string(), value.unwrap_or(Value::Null));
+    }
+    Ok(Value::Object(out))
+}
