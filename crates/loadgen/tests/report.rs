@@ -1,4 +1,4 @@
-//! The JSON report matches schemas/loadgen-report.schema.json: reports built the way a run builds them
+//! The JSON report matches schemas/loadgen/report.schema.json: reports built the way a run builds them
 //! (closed loop, open loop, merged) validate, and the schema is strict enough to catch a missing or stray
 //! field.
 
@@ -7,7 +7,7 @@ use loadgen::report::{Report, RunConfig, RunMeta, SCHEMA};
 use loadgen::stats::WorkerStats;
 use serde_json::Value;
 
-const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schemas/loadgen-report.schema.json");
+const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schemas/loadgen/report.schema.json");
 
 fn validator() -> jsonschema::Validator {
     let raw = std::fs::read_to_string(SCHEMA_PATH).unwrap_or_else(|e| panic!("reading {SCHEMA_PATH}: {e}"));

@@ -51,9 +51,10 @@ pub struct Config {
     /// Fetch `<url>/<component>/schema` for components without a local schema (http:// only).
     #[arg(long, env = "SCRIBE_APP_SCHEMA_BASE_URL")]
     pub schema_base_url: Option<String>,
-    /// Folder of `<component>.schema.json` files (and default.table.schema.json).
-    #[arg(long, env = "SCRIBE_APP_SCHEMA_DIR", default_value = "schemas")]
-    pub schema_dir: PathBuf,
+    /// Folder of `<component>.schema.json` files. Default: `./schemas` when it exists (then a missing folder
+    /// is not an error); a folder given here must exist.
+    #[arg(long, env = "SCRIBE_APP_SCHEMA_DIR")]
+    pub schema_dir: Option<PathBuf>,
     /// Largest request body, like the original's `50mb`.
     #[arg(long, env = "SCRIBE_APP_PAYLOAD_LIMIT", default_value = "50mb", value_parser = parse_size)]
     pub payload_limit: u64,
@@ -92,7 +93,7 @@ pub struct Settings {
     pub redis_timeout: Duration,
     pub require_schema: bool,
     pub schema_base_url: Option<String>,
-    pub schema_dir: PathBuf,
+    pub schema_dir: Option<PathBuf>,
     pub payload_limit: u64,
     pub sql_token: Option<String>,
 }
@@ -137,7 +138,10 @@ impl Config {
             redis_timeout: Duration::from_millis(self.redis_timeout_ms.max(1)),
             require_schema: self.require_schema,
             schema_base_url: self.schema_base_url,
-            schema_dir: self.schema_dir,
+            schema_dir: self.schema_dir.or_else(|| {
+                let default = PathBuf::from("schemas");
+                default.is_dir().then_some(default)
+            }),
             payload_limit: self.payload_limit,
             sql_token: self.sql_token,
         })

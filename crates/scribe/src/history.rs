@@ -25,7 +25,6 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use diff_match_patch_rs::dmp::Diff;
 use diff_match_patch_rs::traits::DType;
 use diff_match_patch_rs::{DiffMatchPatch, Ops, PatchInput};
 

@@ -42,7 +42,7 @@ impl Shared {
     pub fn new(settings: Settings) -> Result<Arc<Shared>, StartError> {
         let redis = Arc::new(bounded_redis::RedisStore::new(&settings.redis_url, settings.redis_timeout)?);
         let schemas = schemas::Registry::new(schemas::SchemaConfig {
-            dir: Some(settings.schema_dir.clone()),
+            dir: settings.schema_dir.clone(),
             base_url: settings.schema_base_url.clone(),
             require_schema: settings.require_schema,
             redis: Some(redis.clone()),

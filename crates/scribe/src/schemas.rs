@@ -775,13 +775,13 @@ mod tests {
         server.serve("/widgets/schema", 200, &widget_schema());
         let registry = Registry::new(SchemaConfig { base_url: Some(server.base_url.clone()), ..config() })
             .unwrap()
-            .with_cache_ttl(Duration::from_millis(300));
+            .with_cache_ttl(Duration::from_secs(1));
         let first = registry.get("widgets").await.unwrap();
         assert!(first.validate(&record(json!({}))).is_err());
 
         server.serve("/widgets/schema", 200, &json!({"type": "object"}));
         assert!(Arc::ptr_eq(&first, &registry.get("widgets").await.unwrap()), "still cached");
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        tokio::time::sleep(Duration::from_millis(1200)).await;
         let second = registry.get("widgets").await.unwrap();
         second.validate(&record(json!({}))).unwrap();
         assert_ne!(first.hash(), second.hash());
