@@ -116,7 +116,9 @@ impl Scribe {
 
     /// Validates the record; returns the schema version (DDL is ensured once per version).
     async fn schema(&self, segments: &[&str], body: &Value) -> Result<u64, ApiError> {
-        let schema = self.shared.schemas.get(&segments.join("/")).await.map_err(|e| match e {
+        // Table names fold to lower case, so schema lookups must too: `/Notes` is `/notes`, schema included.
+        let component = segments.join("/").to_ascii_lowercase();
+        let schema = self.shared.schemas.get(&component).await.map_err(|e| match e {
             SchemaError::NotFound(m) => ApiError::BadRequest(m),
             SchemaError::Fetch(m) => ApiError::Unavailable(m),
             SchemaError::Invalid(m) => ApiError::Internal(m),
@@ -130,7 +132,7 @@ impl Scribe {
         let params = ListParams::parse(query.as_deref(), body.as_ref())?;
         let mut binds = Params::new();
         let sql = match where_clause(&params, &mut binds)? {
-            Where::Nothing => return Ok(ok_json(&Value::Array(Vec::new()))),
+            Where::Nothing => return self.finish(&table, Vec::new(), &params).await,
             Where::Sql(Some(condition)) => format!("SELECT * FROM \"{}\" WHERE {condition} ORDER BY id", table.name()),
             Where::Sql(None) => format!("SELECT * FROM \"{}\" ORDER BY id", table.name()),
         };
@@ -343,8 +345,11 @@ fn valid_field(field: &str) -> Result<(), ApiError> {
 }
 
 /// The original used the `pluralize` package for the default reference path; this covers the regular cases.
+/// Like pluralize, a word that already ends in `s` is taken as plural and left alone.
 fn plural(word: &str) -> String {
-    if word.ends_with('s') || word.ends_with('x') || word.ends_with("ch") || word.ends_with("sh") {
+    if word.ends_with('s') {
+        word.to_string()
+    } else if word.ends_with('x') || word.ends_with("ch") || word.ends_with("sh") {
         format!("{word}es")
     } else if let Some(stem) = word.strip_suffix('y').filter(|s| !s.ends_with(['a', 'e', 'i', 'o', 'u'])) {
         format!("{stem}ies")
@@ -386,6 +391,7 @@ mod tests {
         assert_eq!(plural("note"), "notes");
         assert_eq!(plural("category"), "categories");
         assert_eq!(plural("box"), "boxes");
+        assert_eq!(plural("notes"), "notes");
         assert_eq!(plural("day"), "days");
     }
 }

@@ -2,28 +2,26 @@
 //!
 //! The original Scribe stores, per record, a JSON array of patch texts made by npm `diff-match-patch` 1.0.5:
 //! index 0 turns the first row's JSON into "", each later entry turns the updated row's JSON into the previous one.
-//! Both runtimes read and write the same rows, so patch texts must be byte-compatible in both directions.
+//! Both runtimes may read and write the same rows, so patch texts must be byte-compatible in both directions.
 //!
-//! JavaScript strings are UTF-16, so npm diff-match-patch diffs UTF-16 code units and its patch offsets count
-//! them. diff-match-patch-rs's `Compat` mode diffs `char`s (Unicode scalar values): its offsets disagree with
-//! Node's after any astral character (emoji), and it judges word boundaries with Unicode `is_alphanumeric`
-//! where JS uses `/[^a-zA-Z0-9]/`, which moves edits in CJK text. So we run the crate's algorithms on our own
-//! unit type, [`U16`], with JS's character classes: on UTF-16 code units the crate makes the same diffs and the
-//! same patches as Node (proved against fixtures made by the npm package; see
-//! `tests/fixtures/dmp/README.md`). Patch text is written and read here with JS's `encodeURI`/`decodeURI`.
+//! JavaScript strings are UTF-16: npm diff-match-patch diffs UTF-16 code units and its offsets count them.
+//! diff-match-patch-rs's `Compat` mode diffs `char`s instead, so its offsets disagree with Node's after any astral
+//! character (emoji), and it finds word boundaries with Unicode `is_alphanumeric` where JS uses
+//! `/[^a-zA-Z0-9]/`, which moves edits in CJK and accented text. So patches are made by the crate's algorithms
+//! running on our own unit type, [`U16`], with JS's character classes, and applied by a port of the JS
+//! `patch_apply` (the crate's fuzzy matcher differs from JS's in its search window and float precision). Patch text
+//! is written and read with JS's `encodeURI`/`decodeURI` rules. Fixtures made by the npm package prove it
+//! (`tests/fixtures/dmp/README.md`): Rust writes Node's patch text byte for byte and applies Node's patches to
+//! Node's result, fuzzy matches included.
 //!
-//! Where Node and the crate cannot agree:
-//! - npm diff-match-patch 1.0.5 can split a surrogate pair between a diff and its neighbour, or cut one with a
-//!   hunk's context; `encodeURI` then throws and the original fails the update. We write a patch that does the
-//!   same edit with the pair kept whole ([`repair_split_surrogates`]); Node applies it to the same text.
-//! - Applying a patch whose every hunk fits exactly where it says is emulated here step for step, so the result is
-//!   Node's. A hunk that does not fit (the stored row changed outside the API, or a row serialised differently)
-//!   goes to the crate's fuzzy matcher, whose heuristics differ from Node's in details (`match_bitap`'s
-//!   search window); a hunk that fails there ends the walk.
-//! - Diffs that hit diff-match-patch's 1 s deadline (rows of megabytes) depend on timing in either runtime; the
+//! Where we differ from the original, on purpose:
+//! - npm diff-match-patch 1.0.5 splits surrogate pairs (an emoji replaced by one sharing half its code units, or a
+//!   hunk's context cutting one); `encodeURI` then throws and the original fails the update. We write the same
+//!   edit with pairs kept whole ([`repair_split_surrogates`]); Node 1.0.5 applies it to the same text.
+//! - The walk stops at a hunk that fails to apply (the original goes on with that hunk skipped, producing a version
+//!   that never existed) and at a result that is not JSON (where the original's `JSON.parse` throws).
+//! - Diffs that reach diff-match-patch's 1 s deadline (rows of megabytes) depend on timing in either runtime; the
 //!   patches stay correct, their text may differ.
-
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use diff_match_patch_rs::traits::DType;
 use diff_match_patch_rs::{DiffMatchPatch, Ops, PatchInput};
@@ -92,15 +90,11 @@ impl DType for U16 {
     }
 
     fn is_linebreak_end(input: &[Self]) -> bool {
-        let s = units(input);
-        s.ends_with(&[0x0A, 0x0A]) || s.ends_with(&[0x0A, 0x0D, 0x0A])
+        ends_with_blank_line(&units(input))
     }
 
     fn is_linebreak_start(input: &[Self]) -> bool {
-        let s = units(input);
-        [&[0x0A, 0x0A][..], &[0x0D, 0x0A, 0x0A], &[0x0A, 0x0D, 0x0A], &[0x0D, 0x0A, 0x0D, 0x0A]]
-            .iter()
-            .any(|p| s.starts_with(p))
+        starts_with_blank_line(&units(input))
     }
 
     // Only reached through the crate's `Display for Patch`, which we use for the hunk header alone; our own
@@ -110,7 +104,7 @@ impl DType for U16 {
         encode_uri(&text.encode_utf16().collect::<Vec<_>>()).unwrap_or_default().encode_utf16().map(U16).collect()
     }
 
-    // Reached through the crate's patch_from_text, after our own parser accepted the same text.
+    // Not reached: patch text is parsed by `parse_patch_text`.
     fn percent_decode(input: &[Self]) -> Vec<Self> {
         let text = String::from_utf16_lossy(&units(input));
         decode_uri(&text).unwrap_or_else(|| units(input)).into_iter().map(U16).collect()
@@ -119,6 +113,18 @@ impl DType for U16 {
 
 fn units(data: &[U16]) -> Vec<u16> {
     data.iter().map(|u| u.0).collect()
+}
+
+/// JS `/\n\r?\n$/`.
+fn ends_with_blank_line(s: &[u16]) -> bool {
+    s.ends_with(&[0x0A, 0x0A]) || s.ends_with(&[0x0A, 0x0D, 0x0A])
+}
+
+/// JS `/^\r?\n\r?\n/`.
+fn starts_with_blank_line(s: &[u16]) -> bool {
+    [&[0x0A, 0x0A][..], &[0x0D, 0x0A, 0x0A], &[0x0A, 0x0D, 0x0A], &[0x0D, 0x0A, 0x0D, 0x0A]]
+        .iter()
+        .any(|p| s.starts_with(p))
 }
 
 /// ECMAScript WhiteSpace and LineTerminator (what `/\s/` matches); unlike `char::is_whitespace` it includes
@@ -148,18 +154,16 @@ struct Hunk {
     start2: usize,
     length1: usize,
     length2: usize,
-    diffs: Vec<(Ops, Vec<u16>)>,
+    diffs: Diffs,
 }
 
 impl Hunk {
-    /// The text this hunk expects (diff_text1).
     fn text1(&self) -> Vec<u16> {
-        self.diffs.iter().filter(|(op, _)| *op != Ops::Insert).flat_map(|(_, t)| t.iter().copied()).collect()
+        text1(&self.diffs)
     }
 
-    /// The text this hunk leaves (diff_text2).
     fn text2(&self) -> Vec<u16> {
-        self.diffs.iter().filter(|(op, _)| *op != Ops::Delete).flat_map(|(_, t)| t.iter().copied()).collect()
+        text2(&self.diffs)
     }
 }
 
@@ -176,7 +180,8 @@ fn make_patch(from: &str, to: &str) -> String {
         if hunks.iter().any(|h| h.diffs.iter().any(|(_, t)| has_lone_surrogate(t))) {
             repair_split_surrogates(&mut hunks, &from16)?;
         }
-        (apply_exact(&hunks, &from16)? == to16).then_some(hunks)
+        let (rebuilt, results) = patch_apply(&hunks, &from16)?;
+        (rebuilt == to16 && results.iter().all(|ok| *ok)).then_some(hunks)
     });
     made.and_then(|hunks| patch_to_text(&hunks)).unwrap_or_else(|| whole_text_patch(&from16, &to16))
 }
@@ -518,91 +523,492 @@ fn parse_patch_text(text: &str) -> Option<Vec<Hunk>> {
     Some(hunks)
 }
 
-/// npm diff-match-patch's patch_apply for the case where every hunk's expected text sits exactly at its expected
-/// place (its match_main then returns that place without fuzzy matching): null padding, delta bookkeeping and
-/// all. `None` as soon as a hunk does not fit exactly; Node would go fuzzy there.
-///
-/// patch_splitMax is left out: when a big hunk fits exactly, the pieces it would be cut into fit exactly one
-/// after another and leave the same text.
-fn apply_exact(hunks: &[Hunk], text: &[u16]) -> Option<Vec<u16>> {
-    const PAD: [u16; 4] = [1, 2, 3, 4];
+// diff-match-patch's settings, left at their defaults by the original.
+const MATCH_MAX_BITS: usize = 32;
+const MATCH_THRESHOLD: f64 = 0.5;
+const MATCH_DISTANCE: f64 = 1000.0;
+const PATCH_DELETE_THRESHOLD: f64 = 0.5;
+
+type Diffs = Vec<(Ops, Vec<u16>)>;
+
+/// Applies one stored patch text to `current` as the original's history walk does, and checks that every hunk
+/// applied and the result is JSON.
+fn apply_patch(patch: &str, current: &str) -> Option<String> {
+    let hunks = parse_patch_text(patch)?;
+    let (older, results) = patch_apply(&hunks, &current.encode_utf16().collect::<Vec<_>>())?;
+    if !results.iter().all(|ok| *ok) {
+        return None;
+    }
+    let older = String::from_utf16(&older).ok()?;
+    serde_json::from_str::<serde::de::IgnoredAny>(&older).is_ok().then_some(older)
+}
+
+/// A hunk inside patch_apply: `start1` plays no part in applying, and splitting may make it negative in JS.
+#[derive(Debug, Clone)]
+struct Piece {
+    start2: isize,
+    length1: usize,
+    length2: usize,
+    diffs: Diffs,
+}
+
+/// JS `s.substring(a, b)`: bounds clamped to the string, swapped when reversed.
+fn substring(s: &[u16], a: isize, b: isize) -> &[u16] {
+    let clamp = |x: isize| usize::try_from(x).unwrap_or(0).min(s.len());
+    let (a, b) = (clamp(a), clamp(b));
+    &s[a.min(b)..a.max(b)]
+}
+
+/// The text a list of diffs starts from (diff_text1).
+fn text1(diffs: &[(Ops, Vec<u16>)]) -> Vec<u16> {
+    diffs.iter().filter(|(op, _)| *op != Ops::Insert).flat_map(|(_, t)| t.iter().copied()).collect()
+}
+
+/// The text a list of diffs leads to (diff_text2).
+fn text2(diffs: &[(Ops, Vec<u16>)]) -> Vec<u16> {
+    diffs.iter().filter(|(op, _)| *op != Ops::Delete).flat_map(|(_, t)| t.iter().copied()).collect()
+}
+
+/// npm diff-match-patch 1.0.5's patch_apply, step for step on UTF-16 code units (padding, splitMax, match_main
+/// with its bitap search, the imperfect-match rediff), so fuzzy results are Node's too. Returns the text and one
+/// flag per (split) hunk. `None` only where the crate's diff fails, which it should not.
+fn patch_apply(hunks: &[Hunk], text: &[u16]) -> Option<(Vec<u16>, Vec<bool>)> {
+    const PAD: [u16; MARGIN] = [1, 2, 3, 4];
     if hunks.is_empty() {
-        return Some(text.to_vec());
+        return Some((text.to_vec(), Vec::new()));
     }
-    let mut hunks = hunks.to_vec();
-    for h in &mut hunks {
-        h.start1 += PAD.len();
-        h.start2 += PAD.len();
-    }
-    if let Some(first) = hunks.first_mut() {
+    let mut pieces: Vec<Piece> = hunks
+        .iter()
+        .map(|h| Piece {
+            start2: h.start2 as isize + MARGIN as isize,
+            length1: h.length1,
+            length2: h.length2,
+            diffs: h.diffs.clone(),
+        })
+        .collect();
+    // patch_addPadding
+    if let Some(first) = pieces.first_mut() {
         match first.diffs.first_mut() {
-            Some((Ops::Equal, t)) if t.len() < PAD.len() => {
-                let extra = PAD.len() - t.len();
-                t.splice(0..0, PAD[t.len()..].iter().copied());
-                first.start1 -= extra;
-                first.start2 -= extra;
+            Some((Ops::Equal, t)) if t.len() < MARGIN => {
+                let extra = MARGIN - t.len();
+                let grown = [&PAD[t.len()..], t.as_slice()].concat();
+                *t = grown;
+                first.start2 -= extra as isize;
+                first.length1 += extra;
+                first.length2 += extra;
             }
             Some((Ops::Equal, _)) => {}
             _ => {
                 first.diffs.insert(0, (Ops::Equal, PAD.to_vec()));
-                first.start1 -= PAD.len();
-                first.start2 -= PAD.len();
+                first.start2 -= MARGIN as isize;
+                first.length1 += MARGIN;
+                first.length2 += MARGIN;
             }
         }
     }
-    if let Some(last) = hunks.last_mut() {
+    if let Some(last) = pieces.last_mut() {
         match last.diffs.last_mut() {
-            Some((Ops::Equal, t)) if t.len() < PAD.len() => {
-                let extra = PAD.len() - t.len();
+            Some((Ops::Equal, t)) if t.len() < MARGIN => {
+                let extra = MARGIN - t.len();
                 t.extend_from_slice(&PAD[..extra]);
+                // Sic: JS grows length1 only here.
+                last.length1 += extra;
             }
             Some((Ops::Equal, _)) => {}
-            _ => last.diffs.push((Ops::Equal, PAD.to_vec())),
+            _ => {
+                last.diffs.push((Ops::Equal, PAD.to_vec()));
+                last.length1 += MARGIN;
+                last.length2 += MARGIN;
+            }
         }
     }
     let mut text: Vec<u16> = PAD.iter().chain(text).chain(&PAD).copied().collect();
+    let pieces = split_max(pieces);
+
+    let max = MATCH_MAX_BITS as isize;
     let mut delta: isize = 0;
-    for h in &hunks {
-        let expected = isize::try_from(h.start2).ok()? + delta;
-        let old = h.text1();
-        // match_main: clamp, whole-text shortcut, exact match at the expected place.
-        let loc = usize::try_from(expected.max(0)).ok()?.min(text.len());
-        let start = if text == old {
-            0
-        } else if text.get(loc..loc + old.len()) == Some(old.as_slice()) {
-            loc
+    let mut results = Vec::with_capacity(pieces.len());
+    for p in &pieces {
+        let expected = p.start2 + delta;
+        let old = text1(&p.diffs);
+        let len1 = old.len() as isize;
+        let mut end_loc = None;
+        let start_loc = if old.len() > MATCH_MAX_BITS {
+            // Only a monster delete is still this long after split_max: match its two ends.
+            match_main(&text, &old[..MATCH_MAX_BITS], expected).and_then(|start| {
+                end_loc = match_main(&text, &old[old.len() - MATCH_MAX_BITS..], expected + len1 - max);
+                end_loc.filter(|end| start < *end).map(|_| start)
+            })
         } else {
-            return None;
+            match_main(&text, &old, expected)
         };
-        delta = isize::try_from(start).ok()? - expected;
-        text.splice(start..start + old.len(), h.text2());
+        let Some(start) = start_loc else {
+            results.push(false);
+            delta -= p.length2 as isize - p.length1 as isize;
+            continue;
+        };
+        results.push(true);
+        let start = start as isize;
+        delta = start - expected;
+        let found = match end_loc {
+            None => substring(&text, start, start + len1),
+            Some(end) => substring(&text, start, end as isize + max),
+        }
+        .to_vec();
+        let end = text.len() as isize;
+        if old == found {
+            text = [substring(&text, 0, start), &text2(&p.diffs), substring(&text, start + len1, end)].concat();
+            continue;
+        }
+        let mut diffs = diff_main(&old, &found)?;
+        if old.len() > MATCH_MAX_BITS && levenshtein(&diffs) as f64 / old.len() as f64 > PATCH_DELETE_THRESHOLD {
+            if let Some(r) = results.last_mut() {
+                *r = false;
+            }
+            continue;
+        }
+        cleanup_semantic_lossless(&mut diffs);
+        let mut index1 = 0;
+        let mut index2 = 0;
+        for (op, t) in &p.diffs {
+            if *op != Ops::Equal {
+                index2 = x_index(&diffs, index1) as isize;
+            }
+            let end = text.len() as isize;
+            match op {
+                Ops::Insert => {
+                    text = [substring(&text, 0, start + index2), t, substring(&text, start + index2, end)].concat();
+                }
+                Ops::Delete => {
+                    let to = start + x_index(&diffs, index1 + t.len()) as isize;
+                    text = [substring(&text, 0, start + index2), substring(&text, to, end)].concat();
+                }
+                Ops::Equal => {}
+            }
+            if *op != Ops::Delete {
+                index1 += t.len();
+            }
+        }
     }
-    Some(text[PAD.len()..text.len() - PAD.len()].to_vec())
+    let end = text.len() as isize;
+    Some((substring(&text, MARGIN as isize, end - MARGIN as isize).to_vec(), results))
 }
 
-/// Applies one stored patch text to `current` the way the original's history walk does, and checks the result is
-/// JSON.
-fn apply_patch(patch: &str, current: &str) -> Option<String> {
-    let hunks = parse_patch_text(patch)?;
-    let text: Vec<u16> = current.encode_utf16().collect();
-    let older = match apply_exact(&hunks, &text) {
-        Some(older) => String::from_utf16(&older).ok()?,
-        None => apply_fuzzy(patch, current)?,
-    };
-    serde_json::from_str::<serde::de::IgnoredAny>(&older).is_ok().then_some(older)
+/// patch_splitMax: cuts hunks longer than the bitap width into pieces with rolling context.
+fn split_max(pieces: Vec<Piece>) -> Vec<Piece> {
+    let mut out = Vec::with_capacity(pieces.len());
+    for big in pieces {
+        if big.length1 <= MATCH_MAX_BITS {
+            out.push(big);
+            continue;
+        }
+        let mut start2 = big.start2;
+        let mut rest: std::collections::VecDeque<(Ops, Vec<u16>)> = big.diffs.into();
+        let mut precontext: Vec<u16> = Vec::new();
+        while !rest.is_empty() {
+            let mut piece =
+                Piece { start2: start2 - precontext.len() as isize, length1: 0, length2: 0, diffs: Vec::new() };
+            let mut empty = true;
+            if !precontext.is_empty() {
+                piece.length1 = precontext.len();
+                piece.length2 = precontext.len();
+                piece.diffs.push((Ops::Equal, precontext.clone()));
+            }
+            while piece.length1 < MATCH_MAX_BITS - MARGIN {
+                let Some((op, t)) = rest.front_mut() else { break };
+                if *op == Ops::Insert {
+                    piece.length2 += t.len();
+                    start2 += t.len() as isize;
+                    empty = false;
+                    piece.diffs.extend(rest.pop_front());
+                } else if *op == Ops::Delete
+                    && piece.diffs.len() == 1
+                    && piece.diffs[0].0 == Ops::Equal
+                    && t.len() > 2 * MATCH_MAX_BITS
+                {
+                    // A large deletion goes in one chunk.
+                    piece.length1 += t.len();
+                    empty = false;
+                    piece.diffs.extend(rest.pop_front());
+                } else {
+                    let take = t.len().min(MATCH_MAX_BITS - piece.length1 - MARGIN);
+                    piece.length1 += take;
+                    if *op == Ops::Equal {
+                        piece.length2 += take;
+                        start2 += take as isize;
+                    } else {
+                        empty = false;
+                    }
+                    let taken: Vec<u16> = t.drain(..take).collect();
+                    piece.diffs.push((*op, taken));
+                    if t.is_empty() {
+                        rest.pop_front();
+                    }
+                }
+            }
+            precontext = text2(&piece.diffs);
+            precontext.drain(..precontext.len().saturating_sub(MARGIN));
+            let mut postcontext = text1(rest.make_contiguous());
+            postcontext.truncate(MARGIN);
+            if !postcontext.is_empty() {
+                piece.length1 += postcontext.len();
+                piece.length2 += postcontext.len();
+                match piece.diffs.last_mut() {
+                    Some((Ops::Equal, t)) => t.extend(postcontext),
+                    _ => piece.diffs.push((Ops::Equal, postcontext)),
+                }
+            }
+            if !empty {
+                out.push(piece);
+            }
+        }
+    }
+    out
 }
 
-/// The crate's patch_apply (fuzzy matching) for hunks that do not fit exactly. Some of its arithmetic on a hunk
-/// that fails to match (`length2 - length1` in usize) panics with overflow checks on, as in debug builds, and wraps
-/// to the intended value without them, as in release; the panic is caught so that it only ends the walk.
-fn apply_fuzzy(patch: &str, current: &str) -> Option<String> {
-    let dmp = DiffMatchPatch::new();
-    let applied = catch_unwind(AssertUnwindSafe(|| {
-        let patches = dmp.patch_from_text::<U16>(patch).ok()?;
-        dmp.patch_apply(&patches, current).ok()
-    }));
-    let (older, results) = applied.ok()??;
-    results.iter().all(|ok| *ok).then_some(older)
+/// match_main: `pattern` near `loc` in `text`, exactly there if possible, else by bitap.
+fn match_main(text: &[u16], pattern: &[u16], loc: isize) -> Option<usize> {
+    let loc = usize::try_from(loc).unwrap_or(0).min(text.len());
+    if text == pattern {
+        Some(0)
+    } else if text.is_empty() {
+        None
+    } else if substring(text, loc as isize, (loc + pattern.len()) as isize) == pattern {
+        Some(loc)
+    } else {
+        match_bitap(text, pattern, loc)
+    }
+}
+
+/// match_bitap_, with JS's int32 bit arithmetic (u32 here) and double scores.
+fn match_bitap(text: &[u16], pattern: &[u16], loc: usize) -> Option<usize> {
+    let plen = pattern.len();
+    if plen == 0 || plen > MATCH_MAX_BITS {
+        // JS throws on a long pattern; patch_apply never makes one. An empty one matched exactly above.
+        return None;
+    }
+    let mut alphabet: std::collections::HashMap<u16, u32> = std::collections::HashMap::new();
+    for (i, &c) in pattern.iter().enumerate() {
+        *alphabet.entry(c).or_insert(0) |= 1 << (plen - i - 1);
+    }
+    let loc = loc as isize;
+    let tlen = text.len() as isize;
+    let score = |errors: usize, x: isize| errors as f64 / plen as f64 + (loc - x).abs() as f64 / MATCH_DISTANCE;
+
+    let mut threshold = MATCH_THRESHOLD;
+    if let Some(best) = index_of(text, pattern, loc as usize) {
+        threshold = score(0, best as isize).min(threshold);
+        if let Some(best) = last_index_of(text, pattern, loc as usize + plen) {
+            threshold = score(0, best as isize).min(threshold);
+        }
+    }
+
+    let matchmask: u32 = 1 << (plen - 1);
+    let mut best_loc = None;
+    let mut bin_max = plen as isize + tlen;
+    let mut last_rd: Vec<u32> = Vec::new();
+    for d in 0..plen {
+        let mut bin_min = 0;
+        let mut bin_mid = bin_max;
+        while bin_min < bin_mid {
+            if score(d, loc + bin_mid) <= threshold {
+                bin_min = bin_mid;
+            } else {
+                bin_max = bin_mid;
+            }
+            bin_mid = (bin_max - bin_min) / 2 + bin_min;
+        }
+        bin_max = bin_mid;
+        let mut start = (loc - bin_mid + 1).max(1);
+        let finish = (loc + bin_mid).min(tlen) + plen as isize;
+        let size = usize::try_from(finish + 2).ok()?;
+        let mut rd = vec![0u32; size];
+        rd[size - 1] = (1u32 << d).wrapping_sub(1);
+        let last = |j: isize| usize::try_from(j).ok().and_then(|j| last_rd.get(j)).copied().unwrap_or(0);
+        let mut j = finish;
+        while j >= start {
+            let ju = j as usize;
+            let char_match = text.get(ju - 1).and_then(|c| alphabet.get(c)).copied().unwrap_or(0);
+            rd[ju] = ((rd[ju + 1] << 1) | 1) & char_match;
+            if d > 0 {
+                rd[ju] |= (((last(j + 1) | last(j)) << 1) | 1) | last(j + 1);
+            }
+            if rd[ju] & matchmask != 0 {
+                let s = score(d, j - 1);
+                if s <= threshold {
+                    threshold = s;
+                    best_loc = Some(ju - 1);
+                    if j - 1 > loc {
+                        // Passing loc: don't go further from it than this match is.
+                        start = (2 * loc - (j - 1)).max(1);
+                    } else {
+                        break;
+                    }
+                }
+            }
+            j -= 1;
+        }
+        if score(d + 1, loc) > threshold {
+            break;
+        }
+        last_rd = rd;
+    }
+    best_loc
+}
+
+/// JS `text.indexOf(pattern, from)` for a non-empty pattern.
+fn index_of(text: &[u16], pattern: &[u16], from: usize) -> Option<usize> {
+    text.get(from..)?.windows(pattern.len()).position(|w| w == pattern).map(|i| i + from)
+}
+
+/// JS `text.lastIndexOf(pattern, from)` for a non-empty pattern: the last match starting at or before `from`.
+fn last_index_of(text: &[u16], pattern: &[u16], from: usize) -> Option<usize> {
+    let last_start = text.len().checked_sub(pattern.len())?.min(from);
+    (0..=last_start).rev().find(|&k| &text[k..k + pattern.len()] == pattern)
+}
+
+/// diff_main(a, b, false) on code units. The crate's Compat mode diffs `char`s; mapping each unit to one char
+/// (surrogates to plane-15 private use, which no unit maps to otherwise) makes it diff units. Without line mode
+/// the diff itself uses no character classes, so this is JS's diff.
+fn diff_main(a: &[u16], b: &[u16]) -> Option<Diffs> {
+    fn to_chars(units: &[u16]) -> String {
+        units
+            .iter()
+            .filter_map(|&u| {
+                let c = if (0xD800..=0xDFFF).contains(&u) { 0xF0000 + u32::from(u - 0xD800) } else { u32::from(u) };
+                char::from_u32(c)
+            })
+            .collect()
+    }
+    fn to_unit(c: char) -> u16 {
+        let c = u32::from(c);
+        let u = if c >= 0xF0000 { c - 0xF0000 + 0xD800 } else { c };
+        u16::try_from(u).unwrap_or(0xFFFD)
+    }
+    let mut dmp = DiffMatchPatch::new();
+    dmp.set_checklines(false);
+    let diffs = dmp.diff_main::<diff_match_patch_rs::Compat>(&to_chars(a), &to_chars(b)).ok()?;
+    Some(diffs.iter().map(|d| (d.op(), d.data().iter().map(|&c| to_unit(c)).collect())).collect())
+}
+
+/// diff_levenshtein.
+fn levenshtein(diffs: &[(Ops, Vec<u16>)]) -> usize {
+    let (mut total, mut inserted, mut deleted) = (0, 0, 0);
+    for (op, t) in diffs {
+        match op {
+            Ops::Insert => inserted += t.len(),
+            Ops::Delete => deleted += t.len(),
+            Ops::Equal => {
+                total += inserted.max(deleted);
+                inserted = 0;
+                deleted = 0;
+            }
+        }
+    }
+    total + inserted.max(deleted)
+}
+
+/// diff_xIndex: the position in the second text of position `loc` of the first.
+fn x_index(diffs: &[(Ops, Vec<u16>)], loc: usize) -> usize {
+    let (mut chars1, mut chars2, mut last1, mut last2) = (0, 0, 0, 0);
+    let mut overshot = None;
+    for (op, t) in diffs {
+        if *op != Ops::Insert {
+            chars1 += t.len();
+        }
+        if *op != Ops::Delete {
+            chars2 += t.len();
+        }
+        if chars1 > loc {
+            overshot = Some(*op);
+            break;
+        }
+        last1 = chars1;
+        last2 = chars2;
+    }
+    if overshot == Some(Ops::Delete) {
+        // The location was deleted.
+        return last2;
+    }
+    last2 + (loc - last1)
+}
+
+/// diff_cleanupSemanticLossless: slides single edits between equalities to word and line boundaries.
+fn cleanup_semantic_lossless(diffs: &mut Diffs) {
+    let mut pointer = 1;
+    while pointer + 1 < diffs.len() {
+        if diffs[pointer - 1].0 == Ops::Equal && diffs[pointer + 1].0 == Ops::Equal {
+            let mut equality1 = diffs[pointer - 1].1.clone();
+            let mut edit = diffs[pointer].1.clone();
+            let mut equality2 = diffs[pointer + 1].1.clone();
+            // Shift the edit as far left as possible.
+            let common = equality1.iter().rev().zip(edit.iter().rev()).take_while(|(a, b)| a == b).count();
+            if common > 0 {
+                let shared = edit[edit.len() - common..].to_vec();
+                equality1.truncate(equality1.len() - common);
+                edit = [&shared[..], &edit[..edit.len() - common]].concat();
+                equality2 = [&shared[..], &equality2[..]].concat();
+            }
+            // Step right one unit at a time, keeping the best-scoring position.
+            let mut best = (equality1.clone(), edit.clone(), equality2.clone());
+            let mut best_score = semantic_score(&equality1, &edit) + semantic_score(&edit, &equality2);
+            while !edit.is_empty() && edit.first() == equality2.first() {
+                equality1.push(edit[0]);
+                edit.remove(0);
+                edit.push(equality2.remove(0));
+                let score = semantic_score(&equality1, &edit) + semantic_score(&edit, &equality2);
+                // >= prefers trailing to leading whitespace on edits.
+                if score >= best_score {
+                    best_score = score;
+                    best = (equality1.clone(), edit.clone(), equality2.clone());
+                }
+            }
+            if diffs[pointer - 1].1 != best.0 {
+                let (best1, best_edit, best2) = best;
+                if best1.is_empty() {
+                    diffs.remove(pointer - 1);
+                    pointer -= 1;
+                } else {
+                    diffs[pointer - 1].1 = best1;
+                }
+                diffs[pointer].1 = best_edit;
+                if best2.is_empty() {
+                    diffs.remove(pointer + 1);
+                    pointer -= 1;
+                } else {
+                    diffs[pointer + 1].1 = best2;
+                }
+            }
+        }
+        pointer += 1;
+    }
+}
+
+/// diff_cleanupSemanticScore_: 6 (edge) .. 0 (mid-word), with JS's character classes.
+fn semantic_score(one: &[u16], two: &[u16]) -> u8 {
+    let (Some(&c1), Some(&c2)) = (one.last(), two.first()) else { return 6 };
+    let (u1, u2) = (U16(c1), U16(c2));
+    let non_alnum1 = !u1.is_alphanum();
+    let non_alnum2 = !u2.is_alphanum();
+    let space1 = non_alnum1 && u1.is_whitespace();
+    let space2 = non_alnum2 && u2.is_whitespace();
+    let break1 = space1 && (u1.is_newline() || u1.is_carriage());
+    let break2 = space2 && (u2.is_newline() || u2.is_carriage());
+    let blank1 = break1 && ends_with_blank_line(one);
+    let blank2 = break2 && starts_with_blank_line(two);
+    if blank1 || blank2 {
+        5
+    } else if break1 || break2 {
+        4
+    } else if non_alnum1 && !space1 && space2 {
+        3
+    } else if space1 || space2 {
+        2
+    } else if non_alnum1 || non_alnum2 {
+        1
+    } else {
+        0
+    }
 }
 
 #[cfg(test)]
@@ -615,6 +1021,7 @@ mod tests {
     struct Fixtures {
         pairs: Vec<Pair>,
         histories: Vec<History>,
+        drifts: Vec<Drift>,
     }
 
     #[derive(serde::Deserialize)]
@@ -635,6 +1042,18 @@ mod tests {
         rows: Vec<String>,
         patches: Vec<String>,
         versions: Vec<String>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Drift {
+        name: String,
+        patch: String,
+        text: String,
+        #[serde(default)]
+        result: Option<String>,
+        #[serde(default)]
+        result_units: Option<Vec<u16>>,
+        results: Vec<bool>,
     }
 
     fn fixtures() -> Fixtures {
@@ -667,20 +1086,37 @@ mod tests {
         }
     }
 
-    /// Patches written by Node apply in Rust to the exact text, with both the exact-fit path and the crate's
-    /// fuzzy path (which must agree when the hunks fit).
+    /// Patches written by Node apply in Rust to the exact text.
     #[test]
     fn history_node_patches_apply_in_rust() {
         for p in fixtures().pairs {
             assert_eq!(apply_patch_text(&p.creation_patch, &p.new), "", "creation: {}", p.name);
             assert_eq!(apply_patch_text(&p.update_patch, &p.new), p.old, "update: {}", p.name);
-            assert_eq!(apply_fuzzy(&p.update_patch, &p.new).as_deref(), Some(p.old.as_str()), "fuzzy: {}", p.name);
         }
     }
 
     fn apply_patch_text(patch: &str, text: &str) -> String {
         let hunks = parse_patch_text(patch).unwrap();
-        String::from_utf16(&apply_exact(&hunks, &text.encode_utf16().collect::<Vec<_>>()).unwrap()).unwrap()
+        let (out, results) = patch_apply(&hunks, &text.encode_utf16().collect::<Vec<_>>()).unwrap();
+        assert!(results.iter().all(|ok| *ok));
+        String::from_utf16(&out).unwrap()
+    }
+
+    /// Where the text is not what the patch expects, Rust's patch_apply does what Node's does: the same fuzzy
+    /// matches, the same rediffs, the same failed hunks, the same resulting text.
+    #[test]
+    fn history_fuzzy_apply_matches_node() {
+        let f = fixtures();
+        assert!(f.drifts.iter().any(|d| d.results.contains(&false)));
+        assert!(f.drifts.iter().any(|d| d.results.iter().all(|ok| *ok) && d.result.as_deref() != Some(&d.text)));
+        for d in f.drifts {
+            let hunks = parse_patch_text(&d.patch).unwrap();
+            let (out, results) = patch_apply(&hunks, &d.text.encode_utf16().collect::<Vec<_>>()).unwrap();
+            let expected = d.result_units.unwrap_or_else(|| d.result.unwrap_or_default().encode_utf16().collect());
+            assert_eq!(String::from_utf16_lossy(&out), String::from_utf16_lossy(&expected), "{}", d.name);
+            assert_eq!(out, expected, "{}", d.name);
+            assert_eq!(results, d.results, "{}", d.name);
+        }
     }
 
     #[test]
@@ -715,6 +1151,18 @@ mod tests {
         assert_eq!(creation_patch(""), "");
         assert_eq!(update_patch(rows[1], rows[1]), "");
         assert_eq!(versions(rows[0], &[creation_patch(rows[0])]), vec![rows[0].to_string()]);
+    }
+
+    /// The fallback for a patch that fails its self-check is a plain replacement; it must apply too.
+    #[test]
+    fn history_whole_text_fallback_applies() {
+        for p in fixtures().pairs.iter().take(20) {
+            let from: Vec<u16> = p.new.encode_utf16().collect();
+            let to: Vec<u16> = p.old.encode_utf16().collect();
+            assert_eq!(apply_patch_text(&whole_text_patch(&from, &to), &p.new), p.old, "{}", p.name);
+            assert_eq!(apply_patch_text(&whole_text_patch(&from, &[]), &p.new), "", "{}", p.name);
+        }
+        assert_eq!(whole_text_patch(&[0x61], &[0x62]), "@@ -1 +1 @@\n-a\n+b\n");
     }
 
     #[test]

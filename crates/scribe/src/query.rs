@@ -72,8 +72,11 @@ impl ListParams {
         }
         if let Some(Value::Object(body)) = body {
             let text = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_string);
-            p.filter =
-                p.filter.or_else(|| body.get("filter").cloned().map(|f| stringly(f, "filter")).transpose().ok()?);
+            if p.filter.is_none()
+                && let Some(filter) = body.get("filter")
+            {
+                p.filter = Some(stringly(filter.clone(), "filter")?);
+            }
             p.filter2 = p.filter2.or_else(|| body.get("filter2").cloned());
             p.time_machine = p.time_machine.or_else(|| body.get("timeMachine").cloned());
             p.group_by = p.group_by.or_else(|| text("groupBy"));
@@ -173,9 +176,7 @@ pub fn where_clause(p: &ListParams, params: &mut Params) -> Result<Where, ApiErr
             if values.is_empty() {
                 return Ok(Where::Nothing);
             }
-            let expr = path_expr(key, true, params)?;
-            params.push(Box::new(values));
-            conditions.push(format!("{expr} = ANY(${}::text[])", params.len()));
+            conditions.push(any_of(key, values, params)?);
         }
     }
     if let Some(filter2) = &p.filter2 {
@@ -206,9 +207,7 @@ pub fn where_clause(p: &ListParams, params: &mut Params) -> Result<Where, ApiErr
                     if values.is_empty() {
                         return Ok(Where::Nothing);
                     }
-                    let expr = path_expr(key, true, params)?;
-                    params.push(Box::new(values));
-                    conditions.push(format!("{expr} = ANY(${}::text[])", params.len()));
+                    conditions.push(any_of(key, values, params)?);
                 }
                 other => {
                     return Err(ApiError::BadRequest(format!(
@@ -219,6 +218,19 @@ pub fn where_clause(p: &ListParams, params: &mut Params) -> Result<Where, ApiErr
         }
     }
     Ok(Where::Sql((!conditions.is_empty()).then(|| conditions.join(" AND "))))
+}
+
+/// `key IN values`. Values compare as text, except on the envelope's timestamp columns, where text would
+/// compare Postgres's rendering (`2026-11-29 20:00:00+00`) with the ISO strings the API returns and never match.
+fn any_of(key: &str, values: Vec<String>, params: &mut Params) -> Result<String, ApiError> {
+    let column = key.to_ascii_lowercase();
+    if column == "date_created" || column == "date_modified" {
+        params.push(Box::new(values));
+        return Ok(format!("\"{column}\" = ANY(${}::text[]::timestamptz[])", params.len()));
+    }
+    let expr = path_expr(key, true, params)?;
+    params.push(Box::new(values));
+    Ok(format!("{expr} = ANY(${}::text[])", params.len()))
 }
 
 /// `get("a.b", value)` as the original: the nested value, or null when missing or falsy.

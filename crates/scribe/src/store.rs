@@ -169,33 +169,45 @@ impl Store {
         Ok(())
     }
 
-    /// Inserts a record and its creation history in one transaction; returns the row.
+    /// Inserts a record and its creation history in one transaction; returns the row. When the table was
+    /// dropped underneath us (by another instance, or our own statement cache is stale), it is recreated and
+    /// the write retried once.
     pub async fn create(&self, table: &Table, version: u64, envelope: &Envelope) -> Result<Value, ApiError> {
+        match self.create_once(table, version, envelope).await {
+            Err(Attempt::Gone) => {
+                self.table_gone(table);
+                self.create_once(table, version, envelope).await.map_err(Attempt::into_error)
+            }
+            other => other.map_err(Attempt::into_error),
+        }
+    }
+
+    async fn create_once(&self, table: &Table, version: u64, envelope: &Envelope) -> Result<Value, Attempt> {
         self.ensure(table, version).await?;
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(db_error)?;
+        let tx = client.transaction().await.map_err(attempt)?;
         let insert = tx
             .prepare_cached(&format!(
                 "INSERT INTO {} (data, date_created, date_modified, created_by, modified_by) VALUES ($1, $2, $3, $4, $5) RETURNING *",
                 table.q()
             ))
             .await
-            .map_err(|e| self.schema_changed(table, e))?;
-        let row = tx.query_one(&insert, &envelope.params()).await.map_err(db_error)?;
+            .map_err(attempt)?;
+        let row = tx.query_one(&insert, &envelope.params()).await.map_err(attempt)?;
         let (id, json) = (row_id(&row)?, row_to_json(&row)?);
-        let text = serde_json::to_string(&json).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let text = serde_json::to_string(&json).map_err(|e| Attempt::Failed(ApiError::Internal(e.to_string())))?;
         let patches = Value::Array(vec![Value::String(history::creation_patch(&text))]);
         let history = tx
             .prepare_cached(&format!("INSERT INTO {} (foreignkey, patches) VALUES ($1, $2)", table.history()))
             .await
-            .map_err(db_error)?;
-        tx.execute(&history, &[&id, &patches]).await.map_err(db_error)?;
-        tx.commit().await.map_err(db_error)?;
+            .map_err(attempt)?;
+        tx.execute(&history, &[&id, &patches]).await.map_err(attempt)?;
+        tx.commit().await.map_err(attempt)?;
         Ok(json)
     }
 
     /// Updates a record and appends the patch back to its previous version, in one transaction.
-    /// `None` when there is no such record.
+    /// `None` when there is no such record. Retried once when the table vanished underneath, like `create`.
     pub async fn update(
         &self,
         table: &Table,
@@ -203,26 +215,43 @@ impl Store {
         id: i32,
         envelope: &Envelope,
     ) -> Result<Option<Value>, ApiError> {
+        match self.update_once(table, version, id, envelope).await {
+            Err(Attempt::Gone) => {
+                self.table_gone(table);
+                self.update_once(table, version, id, envelope).await.map_err(Attempt::into_error)
+            }
+            other => other.map_err(Attempt::into_error),
+        }
+    }
+
+    async fn update_once(
+        &self,
+        table: &Table,
+        version: u64,
+        id: i32,
+        envelope: &Envelope,
+    ) -> Result<Option<Value>, Attempt> {
         self.ensure(table, version).await?;
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(db_error)?;
+        let tx = client.transaction().await.map_err(attempt)?;
         let select = tx
             .prepare_cached(&format!("SELECT * FROM {} WHERE id = $1 FOR UPDATE", table.q()))
             .await
-            .map_err(db_error)?;
-        let Some(old) = tx.query_opt(&select, &[&id]).await.map_err(db_error)? else { return Ok(None) };
-        let old_text = serde_json::to_string(&row_to_json(&old)?).map_err(|e| ApiError::Internal(e.to_string()))?;
+            .map_err(attempt)?;
+        let Some(old) = tx.query_opt(&select, &[&id]).await.map_err(attempt)? else { return Ok(None) };
+        let old_text = serde_json::to_string(&row_to_json(&old)?)
+            .map_err(|e| Attempt::Failed(ApiError::Internal(e.to_string())))?;
         let update = tx
             .prepare_cached(&format!(
                 "UPDATE {} SET (data, date_created, date_modified, created_by, modified_by) = ($1, $2, $3, $4, $5) WHERE id = $6 RETURNING *",
                 table.q()
             ))
             .await
-            .map_err(|e| self.schema_changed(table, e))?;
+            .map_err(attempt)?;
         let p = envelope.params();
-        let row = tx.query_one(&update, &[p[0], p[1], p[2], p[3], p[4], &id]).await.map_err(db_error)?;
+        let row = tx.query_one(&update, &[p[0], p[1], p[2], p[3], p[4], &id]).await.map_err(attempt)?;
         let json = row_to_json(&row)?;
-        let new_text = serde_json::to_string(&json).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let new_text = serde_json::to_string(&json).map_err(|e| Attempt::Failed(ApiError::Internal(e.to_string())))?;
         let patch = history::update_patch(&new_text, &old_text);
         let existing = tx
             .prepare_cached(&format!(
@@ -230,11 +259,11 @@ impl Store {
                 table.history()
             ))
             .await
-            .map_err(db_error)?;
-        match tx.query_opt(&existing, &[&id]).await.map_err(db_error)? {
+            .map_err(attempt)?;
+        match tx.query_opt(&existing, &[&id]).await.map_err(attempt)? {
             Some(h) => {
-                let history_id: i32 = h.try_get(0).map_err(db_error)?;
-                let mut patches: Value = h.try_get(1).map_err(db_error)?;
+                let history_id: i32 = h.try_get(0).map_err(attempt)?;
+                let mut patches: Value = h.try_get(1).map_err(attempt)?;
                 match patches.as_array_mut() {
                     Some(list) => list.push(Value::String(patch)),
                     None => patches = Value::Array(vec![Value::String(patch)]),
@@ -242,19 +271,19 @@ impl Store {
                 let set = tx
                     .prepare_cached(&format!("UPDATE {} SET patches = $1 WHERE id = $2", table.history()))
                     .await
-                    .map_err(db_error)?;
-                tx.execute(&set, &[&patches, &history_id]).await.map_err(db_error)?;
+                    .map_err(attempt)?;
+                tx.execute(&set, &[&patches, &history_id]).await.map_err(attempt)?;
             }
             None => {
                 let patches = Value::Array(vec![Value::String(patch)]);
                 let insert = tx
                     .prepare_cached(&format!("INSERT INTO {} (foreignkey, patches) VALUES ($1, $2)", table.history()))
                     .await
-                    .map_err(db_error)?;
-                tx.execute(&insert, &[&id, &patches]).await.map_err(db_error)?;
+                    .map_err(attempt)?;
+                tx.execute(&insert, &[&id, &patches]).await.map_err(attempt)?;
             }
         }
-        tx.commit().await.map_err(db_error)?;
+        tx.commit().await.map_err(attempt)?;
         Ok(Some(json))
     }
 
@@ -266,7 +295,15 @@ impl Store {
             Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => return Ok(Vec::new()),
             Err(e) => return Err(query_error(e)),
         };
-        let rows = client.query(&statement, params).await.map_err(query_error)?;
+        let rows = match client.query(&statement, params).await {
+            Ok(rows) => rows,
+            Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {
+                // A cached statement outlived its table (dropped since): forget cached plans; no rows.
+                self.pool.manager().statement_caches.clear();
+                return Ok(Vec::new());
+            }
+            Err(e) => return Err(query_error(e)),
+        };
         rows.iter().map(row_to_json).collect()
     }
 
@@ -290,7 +327,7 @@ impl Store {
 
     pub async fn drop_tables(&self, table: &Table) -> Result<(), ApiError> {
         self.execute(&format!("DROP TABLE IF EXISTS {}, {}", table.history(), table.q()), &[]).await?;
-        self.ensured.forget(table);
+        self.table_gone(table);
         Ok(())
     }
 
@@ -307,15 +344,40 @@ impl Store {
         tokio::time::timeout(deadline, check).await.map_err(|_| "timed out".to_string())?
     }
 
-    /// A prepared statement failed because the table changed under us (dropped by another process):
-    /// forget that it was ensured, so the next request recreates it.
-    fn schema_changed(&self, table: &Table, e: tokio_postgres::Error) -> ApiError {
-        if e.code() == Some(&SqlState::UNDEFINED_TABLE) || e.code() == Some(&SqlState::UNDEFINED_COLUMN) {
-            self.ensured.forget(table);
-            return ApiError::Unavailable("the table changed while writing; retry".to_string());
-        }
-        db_error(e)
+    /// The table is gone (dropped by another instance): it must be ensured again, and statements prepared
+    /// against it must be prepared again.
+    fn table_gone(&self, table: &Table) {
+        self.ensured.forget(table);
+        self.pool.manager().statement_caches.clear();
     }
+}
+
+/// One try at a write: it either worked, failed for good, or found the table gone (then worth one retry).
+enum Attempt {
+    Gone,
+    Failed(ApiError),
+}
+
+impl Attempt {
+    fn into_error(self) -> ApiError {
+        match self {
+            Attempt::Gone => ApiError::Unavailable("the table was dropped while writing; retry".into()),
+            Attempt::Failed(e) => e,
+        }
+    }
+}
+
+impl From<ApiError> for Attempt {
+    fn from(e: ApiError) -> Self {
+        Attempt::Failed(e)
+    }
+}
+
+fn attempt(e: tokio_postgres::Error) -> Attempt {
+    if e.code() == Some(&SqlState::UNDEFINED_TABLE) || e.code() == Some(&SqlState::UNDEFINED_COLUMN) {
+        return Attempt::Gone;
+    }
+    Attempt::Failed(db_error(e))
 }
 
 fn row_id(row: &Row) -> Result<i32, ApiError> {
@@ -326,6 +388,12 @@ fn row_id(row: &Row) -> Result<i32, ApiError> {
 pub fn db_error(e: tokio_postgres::Error) -> ApiError {
     if e.is_closed() || e.code().is_none() && e.as_db_error().is_none() {
         return ApiError::Unavailable(format!("postgres: {e}"));
+    }
+    // Class 22 (data exception: a NUL in text, a value out of range…) is about the values the client sent.
+    if let Some(db) = e.as_db_error()
+        && db.code().code().starts_with("22")
+    {
+        return ApiError::BadRequest(format!("value rejected by the database: {}", db.message()));
     }
     ApiError::Internal(format!("postgres: {e}"))
 }

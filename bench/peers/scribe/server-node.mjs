@@ -1,0 +1,61 @@
+// Node peer for the Scribe notes benchmark (bench/notes_bench.py): node:http around the shared
+// handler in scribe.mjs (the same code server-bun.ts runs). Env and routes: see scribe.mjs.
+//   SCRIBE_VARIANT=fixed DATABASE_URL=postgres://postgres@127.0.0.1:5432/scribe \
+//     REDIS_URL=redis://127.0.0.1:6379 node bench/peers/scribe/server-node.mjs
+import http from "node:http";
+import { configFromEnv, createApp } from "./scribe.mjs";
+
+let cfg;
+try {
+  cfg = configFromEnv();
+} catch (e) {
+  console.error(`scribe-node: ${e.message}`);
+  process.exit(64);
+}
+const app = await createApp(cfg);
+
+const TOO_LARGE = JSON.stringify({ error: "payload too large" });
+
+function send(res, status, body) {
+  // Explicit content-length: otherwise node:http would fall back to chunked encoding.
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+const server = http.createServer((req, res) => {
+  const q = req.url.indexOf("?");
+  const path = q === -1 ? req.url : req.url.slice(0, q);
+  if (req.method !== "POST") {
+    // Drain and ignore any body on other methods.
+    req.resume();
+    app.handle(req.method, path, "").then((r) => send(res, r.status, r.body));
+    return;
+  }
+  const chunks = [];
+  let size = 0;
+  let tooLarge = false;
+  req.on("data", (chunk) => {
+    size += chunk.length;
+    if (size > cfg.payloadLimit) tooLarge = true;
+    else chunks.push(chunk);
+  });
+  req.on("end", () => {
+    if (tooLarge) return send(res, 413, TOO_LARGE);
+    app.handle("POST", path, Buffer.concat(chunks).toString("utf8")).then((r) => send(res, r.status, r.body));
+  });
+});
+
+server.listen(cfg.port, cfg.host, () => {
+  console.log(`scribe peer: node ${process.version}, variant ${cfg.variant}, listening on http://${cfg.host}:${cfg.port}`);
+});
+
+// The harness stops servers with SIGTERM: stop listening, close the pools, exit 0.
+process.on("SIGTERM", () => {
+  server.close();
+  server.closeAllConnections();
+  app.close().finally(() => process.exit(0));
+  setTimeout(() => process.exit(0), 1000).unref();
+});
