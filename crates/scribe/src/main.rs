@@ -18,23 +18,10 @@ fn main() {
         }
         Err(e) => fail(&format!("cannot start a runtime: {e}")),
     }
-    let addr = shared.settings.addr;
-    let signals =
-        serve::ShutdownSignal::install().unwrap_or_else(|e| fail(&format!("cannot install signal handlers: {e}")));
-    let listeners =
-        serve::bind_reuseport(addr, limits.workers).unwrap_or_else(|e| fail(&format!("cannot listen on {addr}: {e}")));
-    let bound = listeners.first().and_then(|l| l.local_addr().ok()).unwrap_or(addr);
-    let banner = format!(
-        "scribe-rs listening on http://{bound} ({} workers, database {})",
-        limits.workers, shared.settings.database_name
-    );
-    let ready = move || {
-        println!("{banner}");
-        signals.wait();
-    };
-    if let Err(e) = serve::run(listeners, limits, move || shared.service(), ready) {
-        fail(&format!("server failed: {e}"));
-    }
+    let (addr, workers) = (shared.settings.addr, limits.workers);
+    let database = shared.settings.database_name.clone();
+    let banner = |bound| format!("scribe-rs listening on http://{bound} ({workers} workers, database {database})");
+    serve::serve_until_signal("scribe-rs", addr, limits, banner, move || shared.service());
 }
 
 fn fail(message: &str) -> ! {

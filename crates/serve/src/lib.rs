@@ -24,7 +24,7 @@ pub use cli::{EXIT_CONFIG, exit_config, parse_or_exit};
 pub use limits::{Limits, ServeArgs};
 pub use listen::bind_reuseport;
 pub use response::{error, json, json_bytes, payload_too_large};
-pub use server::{PeerAddr, Server, run};
+pub use server::{PeerAddr, Server, run, serve_until_signal};
 pub use signal::ShutdownSignal;
 pub use telemetry::init_tracing;
 

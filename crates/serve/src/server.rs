@@ -108,6 +108,40 @@ where
     Ok(())
 }
 
+/// The tail of every server's `main`: installs the SIGTERM/SIGINT handlers, binds `addr` with one listener per
+/// worker, prints `banner(bound address)` on stdout once listening, and serves until a signal. A failure prints
+/// `<name>: …` on stderr and exits with status 1.
+pub fn serve_until_signal<F, S>(
+    name: &str,
+    addr: SocketAddr,
+    limits: Limits,
+    banner: impl FnOnce(SocketAddr) -> String,
+    make_service: F,
+) where
+    F: Fn() -> S + Send + Sync + 'static,
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
+    S::Future: 'static,
+{
+    let fail = |message: String| -> ! {
+        eprintln!("{name}: {message}");
+        std::process::exit(1)
+    };
+    // Before the banner: a SIGTERM right after readiness is announced must be graceful, not the default kill.
+    let signals =
+        crate::ShutdownSignal::install().unwrap_or_else(|e| fail(format!("cannot install signal handlers: {e}")));
+    let listeners =
+        crate::bind_reuseport(addr, limits.workers).unwrap_or_else(|e| fail(format!("cannot listen on {addr}: {e}")));
+    let bound = listeners.first().and_then(|l| l.local_addr().ok()).unwrap_or(addr);
+    let banner = banner(bound);
+    let ready = move || {
+        println!("{banner}");
+        signals.wait();
+    };
+    if let Err(e) = run(listeners, limits, make_service, ready) {
+        fail(format!("server failed: {e}"));
+    }
+}
+
 async fn worker<S>(listener: tokio::net::TcpListener, limits: Limits, app: S, mut stopped: watch::Receiver<bool>)
 where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
