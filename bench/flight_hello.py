@@ -178,6 +178,15 @@ def tree_cpu_us(pid: int) -> tuple[float, float, int]:
     return user * 1_000_000 / CLK_TCK, system * 1_000_000 / CLK_TCK, len(pids)
 
 
+def write_report(out_json: Path, out_md: Path, report: dict, write_markdown) -> None:
+    """Writes the raw JSON and the Markdown summary next to it, and shows the summary."""
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    out_json.write_text(json.dumps(report, indent=2) + "\n")
+    write_markdown(out_md, report)
+    print(out_md.read_text())
+    log(f"wrote {out_json} and {out_md}")
+
+
 def tree_rss_kib(pid: int) -> int:
     """Sum of VmRSS over the tree (a Node cluster's primary counts too)."""
     total = 0
@@ -856,11 +865,7 @@ def main(argv: list[str]) -> int:
         "summary": summary,
         "ratios": ratios(runs, summary),
     }
-    out_json.parent.mkdir(parents=True, exist_ok=True)
-    out_json.write_text(json.dumps(report, indent=2) + "\n")
-    write_markdown(out_md, report)
-    print(out_md.read_text())
-    log(f"wrote {out_json} and {out_md}")
+    write_report(out_json, out_md, report, write_markdown)
     # Non-zero when a runtime could not be measured at all, so scripts notice.
     return 2 if aborted else 0
 

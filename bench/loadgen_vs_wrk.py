@@ -747,11 +747,7 @@ def main(argv: list[str]) -> int:
         "comparisons": comparisons(runs, summary),
         "memory": memory,
     }
-    out_json.parent.mkdir(parents=True, exist_ok=True)
-    out_json.write_text(json.dumps(report, indent=2) + "\n")
-    write_markdown(out_md, report)
-    print(out_md.read_text())
-    log(f"wrote {out_json} and {out_md}")
+    fh.write_report(out_json, out_md, report, write_markdown)
     return 2 if aborted else 0
 
 

@@ -1072,11 +1072,7 @@ def main(argv: list[str]) -> int:
         "summary": summary,
         "ratios": ratios(runs, summary),
     }
-    out_json.parent.mkdir(parents=True, exist_ok=True)
-    out_json.write_text(json.dumps(report, indent=2) + "\n")
-    write_markdown(out_md, report)
-    print(out_md.read_text())
-    log(f"wrote {out_json} and {out_md}")
+    fh.write_report(out_json, out_md, report, write_markdown)
     # Non-zero when a runtime failed its checks, so scripts notice; a runtime not built is only skipped.
     return 2 if aborted else 0
 

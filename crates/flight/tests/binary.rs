@@ -5,7 +5,6 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_flight-rs");
@@ -122,13 +121,7 @@ fn spawn_listening() -> (Guard, SocketAddr) {
             .expect("spawn flight-rs"),
     );
     let stdout = child.0.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(10)).expect("listening line on stdout within 10 s");
+    let line = testkit::first_line(stdout, Duration::from_secs(10)).expect("listening line on stdout within 10 s");
     assert!(line.contains("listening on http://127.0.0.1:"), "{line:?}");
     let url = line
         .split_whitespace()

@@ -3,11 +3,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::{SCHEMAS, record};
@@ -138,13 +137,7 @@ fn spawn_listening(env: &[(&str, &str)], cwd: &Path) -> (Guard, SocketAddr, Stri
             .expect("spawn scribe-rs"),
     );
     let stdout = child.0.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(15)).unwrap_or_else(|_| {
+    let line = testkit::first_line(stdout, Duration::from_secs(15)).unwrap_or_else(|| {
         let exited = child.0.try_wait().ok().flatten();
         panic!("no listening line on stdout within 15 s (exited: {exited:?})")
     });

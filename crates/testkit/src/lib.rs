@@ -112,6 +112,18 @@ fn ping(port: u16) -> bool {
     matches!(stream.read(&mut buf), Ok(n) if buf[..n].starts_with(b"+PONG"))
 }
 
+/// The first line a child printed on stdout, or `None` if none came within `within` (a server's
+/// "listening on …" line). Reads on a helper thread so a silent child cannot hang the test.
+pub fn first_line(stdout: std::process::ChildStdout, within: Duration) -> Option<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
+        let _ = tx.send(line);
+    });
+    rx.recv_timeout(within).ok().filter(|line| !line.is_empty())
+}
+
 /// A port that was free a moment ago. Good enough for tests: the kernel does not hand the same ephemeral
 /// port out again right away.
 pub fn free_port() -> u16 {
