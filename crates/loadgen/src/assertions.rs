@@ -7,7 +7,8 @@ use crate::cli::RunArgs;
 
 #[derive(Debug, Default)]
 pub struct Assertions {
-    status: Option<u16>,
+    /// Allowed statuses; empty = any.
+    statuses: Vec<u16>,
     body: Option<Vec<u8>>,
     contains: Option<Vec<u8>>,
     sha256: Option<[u8; 32]>,
@@ -44,13 +45,11 @@ impl Assertions {
             }
             headers.push((name.to_ascii_lowercase(), value));
         }
-        if let Some(status) = args.expect_status
-            && !(100..=999).contains(&status)
-        {
+        if let Some(status) = args.expect_status.iter().find(|s| !(100..=999).contains(*s)) {
             return Err(format!("--expect-status {status} is not an HTTP status"));
         }
         Ok(Assertions {
-            status: args.expect_status,
+            statuses: args.expect_status.clone(),
             body,
             contains: args.expect_contains.clone().map(String::into_bytes),
             sha256,
@@ -61,7 +60,7 @@ impl Assertions {
     }
 
     pub fn any(&self) -> bool {
-        self.status.is_some()
+        !self.statuses.is_empty()
             || self.body.is_some()
             || self.contains.is_some()
             || self.sha256.is_some()
@@ -89,7 +88,8 @@ impl Assertions {
 
     /// Everything but headers; `body` is only consulted when `needs_body`.
     pub fn response_ok(&self, status: u16, body_len: u64, body: &[u8]) -> bool {
-        if self.status.is_some_and(|s| s != status) || self.length.is_some_and(|l| l != body_len) {
+        if !(self.statuses.is_empty() || self.statuses.contains(&status)) || self.length.is_some_and(|l| l != body_len)
+        {
             return false;
         }
         if self.body.as_ref().is_some_and(|b| b.as_slice() != body) {

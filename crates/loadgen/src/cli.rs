@@ -95,9 +95,9 @@ pub struct RunArgs {
     /// Replay the raw HTTP/1.1 requests in this file, in order, round-robin (instead of the URL's path).
     #[arg(long)]
     pub replay: Option<PathBuf>,
-    /// Expected status code of every response.
-    #[arg(long)]
-    pub expect_status: Option<u16>,
+    /// Expected status code of every response; a comma list (`200,404`) allows any of them.
+    #[arg(long, value_delimiter = ',')]
+    pub expect_status: Vec<u16>,
     /// Expected exact body.
     #[arg(long)]
     pub expect_body: Option<String>,

@@ -58,6 +58,8 @@ fn expect_status_match_passes() {
     let server = Server::routes();
     assert_passes(&check(&server, "/404", &["--expect-status", "404"]), "--expect-status 404 on 404");
     assert_passes(&check(&server, "/", &["--expect-status", "200"]), "--expect-status 200 on 200");
+    assert_passes(&check(&server, "/404", &["--expect-status", "200,404"]), "--expect-status 200,404 on 404");
+    assert_fails(&check(&server, "/404", &["--expect-status", "200,204"]), "--expect-status 200,204 on 404");
 }
 
 #[test]

@@ -1,0 +1,55 @@
+// Bun peer for the video-metadata benchmark (bench/metadata_bench.py): Bun.serve with a fetch handler
+// around the shared handler in metadata.mjs (the same code server-node.mjs runs), over bun:sqlite.
+// Routes and answers: see metadata.mjs.
+//   METADATA_DB=/tmp/metadata.db bun run bench/peers/metadata/server-bun.ts
+// Env: METADATA_PORT (3001), METADATA_HOSTNAME (127.0.0.1), METADATA_DB (metadata.db).
+import { Database } from "bun:sqlite";
+// @ts-ignore -- plain ESM module without type declarations
+import { CONTENT_TYPE, HEALTH_SQL, LOOKUP_SQL, PRAGMAS, configFromEnv, createStore, handle, targetOfUrl } from "./metadata.mjs";
+
+let cfg: { port: number; host: string; db: string };
+try {
+  cfg = configFromEnv();
+} catch (e) {
+  console.error(`metadata-bun: ${(e as Error).message}`);
+  process.exit(64);
+}
+
+// Read-only, the pragmas, both statements prepared once; any failure here is "database unavailable".
+function open(path: string) {
+  const db = new Database(path, { readonly: true });
+  try {
+    for (const p of PRAGMAS) db.run(p);
+    const lookup = db.prepare(LOOKUP_SQL);
+    const health = db.prepare(HEALTH_SQL);
+    return { get: (id: string) => lookup.get(id), health: () => health.get() };
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+}
+
+const store = createStore(open, cfg.db);
+
+const server = Bun.serve({
+  port: cfg.port,
+  hostname: cfg.host,
+  // Development mode adds error pages and checks; a benchmark peer runs as in production.
+  development: false,
+  fetch(req) {
+    const r = handle(store, req.method, targetOfUrl(req.url));
+    // content-type set explicitly: Response.json() would add ";charset=utf-8". Bun sets the
+    // content-length of a string body itself, and leaves the body off for HEAD.
+    const headers = r.headers ? { "content-type": CONTENT_TYPE, ...r.headers } : { "content-type": CONTENT_TYPE };
+    return new Response(r.body, { status: r.status, headers });
+  },
+});
+
+// One line once listening: the harness polls HTTP for readiness, a person reads this.
+console.log(`bun ${Bun.version} listening on http://${server.hostname}:${server.port}`);
+
+// The harness stops servers with SIGTERM.
+process.on("SIGTERM", () => {
+  server.stop(true);
+  process.exit(0);
+});

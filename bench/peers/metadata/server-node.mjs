@@ -1,0 +1,58 @@
+// Node peer for the video-metadata benchmark (bench/metadata_bench.py): node:http around the shared
+// handler in metadata.mjs (the same code server-bun.ts runs), over node:sqlite (DatabaseSync).
+// Routes and answers: see metadata.mjs.
+//   METADATA_DB=/tmp/metadata.db node bench/peers/metadata/server-node.mjs
+// Env: METADATA_PORT (3001), METADATA_HOSTNAME (127.0.0.1), METADATA_DB (metadata.db).
+import http from "node:http";
+import { DatabaseSync } from "node:sqlite";
+import { CONTENT_TYPE, HEALTH_SQL, LOOKUP_SQL, PRAGMAS, configFromEnv, createStore, handle } from "./metadata.mjs";
+
+let cfg;
+try {
+  cfg = configFromEnv();
+} catch (e) {
+  console.error(`metadata-node: ${e.message}`);
+  process.exit(64);
+}
+
+// Read-only, the pragmas, both statements prepared once; any failure here is "database unavailable".
+function open(path) {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    for (const p of PRAGMAS) db.exec(p);
+    const lookup = db.prepare(LOOKUP_SQL);
+    const health = db.prepare(HEALTH_SQL);
+    return { get: (id) => lookup.get(id), health: () => health.get() };
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+}
+
+const store = createStore(open, cfg.db);
+
+const server = http.createServer((req, res) => {
+  // GET and HEAD carry no body; drain anything a client sent with another method.
+  if (req.method !== "GET" && req.method !== "HEAD") req.resume();
+  const r = handle(store, req.method, req.url);
+  const headers = {
+    "content-type": CONTENT_TYPE,
+    // Explicit content-length: otherwise node:http would fall back to chunked encoding.
+    "content-length": Buffer.byteLength(r.body),
+  };
+  if (r.headers) Object.assign(headers, r.headers);
+  res.writeHead(r.status, headers);
+  // node:http writes no body for HEAD by itself.
+  res.end(r.body);
+});
+
+server.listen(cfg.port, cfg.host, () => {
+  console.log(`node ${process.version} listening on http://${cfg.host}:${cfg.port}`);
+});
+
+// The harness stops servers with SIGTERM: stop listening, drop keep-alive connections, exit 0.
+process.on("SIGTERM", () => {
+  server.close();
+  server.closeAllConnections();
+  process.exit(0);
+});

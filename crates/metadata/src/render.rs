@@ -1,0 +1,348 @@
+//! The lookup-and-build step: one `videos` row and a region in, the response JSON out, byte for byte what the
+//! Bun and Node peers' `JSON.stringify` produces (bench/peers/metadata/metadata.mjs holds the same logic).
+//!
+//! `locales` is parsed without building a tree: only the requested region's and `en`'s title and description
+//! are kept, borrowed from the row's text when they contain no escapes.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// The region used when the request names none (or an empty one), and the fallback locale.
+pub const DEFAULT_REGION: &str = "en";
+
+/// Views above this, in a region the video is localized for, make it trending.
+pub const TRENDING_VIEWS: i64 = 500_000;
+
+/// One `videos` row, borrowed from SQLite's buffers.
+#[derive(Debug, Clone, Copy)]
+pub struct Row<'a> {
+    pub channel: Option<&'a str>,
+    pub duration_s: Option<i64>,
+    pub views: Option<i64>,
+    /// `None` when the column is NULL, which the peers' `JSON.parse(null)` turns into a malformed row too.
+    pub locales: Option<&'a str>,
+}
+
+/// The row's `locales` is not a JSON object; the peers answer 500 for it, and so do we.
+#[derive(Debug, thiserror::Error)]
+#[error("locales is not a JSON object: {0}")]
+pub struct Malformed(String);
+
+/// Appends the response body for `row` seen from `region` to `out`.
+pub fn render(id: &str, region: &str, row: &Row<'_>, out: &mut Vec<u8>) -> Result<(), Malformed> {
+    let locales = row.locales.ok_or_else(|| Malformed("NULL".to_string()))?;
+    let mut de = serde_json::Deserializer::from_str(locales);
+    let picked = PickLocales { region }.deserialize(&mut de).map_err(|e| Malformed(e.to_string()))?;
+    de.end().map_err(|e| Malformed(e.to_string()))?;
+    let has_region = picked.region.is_some();
+    let locale = picked.region.or(picked.en).unwrap_or_default();
+    let trending = has_region && row.views.is_some_and(|v| v > TRENDING_VIEWS);
+
+    out.extend_from_slice(b"{\"id\":");
+    push_str(out, id);
+    out.extend_from_slice(b",\"channel\":");
+    push_opt_str(out, row.channel);
+    out.extend_from_slice(b",\"title\":");
+    push_opt_str(out, locale.title.as_deref());
+    out.extend_from_slice(b",\"description\":");
+    push_opt_str(out, locale.description.as_deref());
+    out.extend_from_slice(b",\"duration\":\"");
+    push_duration(out, row.duration_s.unwrap_or(0));
+    out.extend_from_slice(b"\",\"views\":");
+    match row.views {
+        Some(views) => out.extend_from_slice(itoa(views).as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(if trending { b",\"trending\":true}" } else { b",\"trending\":false}" });
+    Ok(())
+}
+
+/// `H:MM:SS` from an hour up, else `M:SS`; negative durations count as 0 (as the peers' `Math.max(0, …)`).
+pub fn format_duration(seconds: i64) -> String {
+    let mut out = Vec::with_capacity(12);
+    push_duration(&mut out, seconds);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn push_duration(out: &mut Vec<u8>, seconds: i64) {
+    let s = seconds.max(0);
+    let (hours, minutes, secs) = (s / 3600, s % 3600 / 60, s % 60);
+    if hours > 0 {
+        out.extend_from_slice(itoa(hours).as_bytes());
+        out.push(b':');
+        push_two_digits(out, minutes);
+    } else {
+        out.extend_from_slice(itoa(minutes).as_bytes());
+    }
+    out.push(b':');
+    push_two_digits(out, secs);
+}
+
+fn push_two_digits(out: &mut Vec<u8>, n: i64) {
+    out.push(b'0' + (n / 10) as u8);
+    out.push(b'0' + (n % 10) as u8);
+}
+
+fn itoa(n: i64) -> String {
+    n.to_string()
+}
+
+fn push_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => push_str(out, s),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// serde_json escapes exactly what `JSON.stringify` does for well-formed strings: `"`, `\`, and control
+/// characters (`\b \f \n \r \t` by name, the rest as lower-case `\u00xx`); U+2028/2029 and non-ASCII stay raw.
+fn push_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else if let Err(e) = serde_json::to_writer(&mut *out, s) {
+        // Writing to a Vec cannot fail; keep the body valid JSON regardless.
+        tracing::error!(error = %e, "string failed to serialize");
+        out.extend_from_slice(b"null");
+    }
+}
+
+// --- locales parsing -------------------------------------------------------------------------------------
+
+#[derive(Debug, Default)]
+struct Locale<'de> {
+    title: Option<Cow<'de, str>>,
+    description: Option<Cow<'de, str>>,
+}
+
+#[derive(Debug, Default)]
+struct Picked<'de> {
+    /// Present when `locales` has the requested region as its own key.
+    region: Option<Locale<'de>>,
+    en: Option<Locale<'de>>,
+}
+
+/// Deserializes the `locales` object, keeping only the requested region and `en`; the other regions are
+/// skipped without allocating. Anything but an object is an error (the peers check the same).
+struct PickLocales<'r> {
+    region: &'r str,
+}
+
+impl<'de> DeserializeSeed<'de> for PickLocales<'_> {
+    type Value = Picked<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PickLocales<'_> {
+    type Value = Picked<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object of region → {title, description}")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut picked = Picked::default();
+        // Later duplicates win, as with JSON.parse.
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == self.region {
+                picked.region = Some(map.next_value::<Locale<'de>>()?);
+            } else if key == DEFAULT_REGION {
+                picked.en = Some(map.next_value::<Locale<'de>>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(picked)
+    }
+}
+
+impl<'de> de::Deserialize<'de> for Locale<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(LocaleVisitor)
+    }
+}
+
+/// A locale that is not an object has no title or description (the peers' `typeof loc === "object"` check).
+struct LocaleVisitor;
+
+impl<'de> Visitor<'de> for LocaleVisitor {
+    type Value = Locale<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a locale")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut locale = Locale::default();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                "title" => locale.title = map.next_value::<MaybeStr<'de>>()?.0,
+                "description" => locale.description = map.next_value::<MaybeStr<'de>>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(locale)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Locale::default())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Locale::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Locale::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Locale::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Locale::default())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Locale::default())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Locale::default())
+    }
+}
+
+/// A string field, or `None` for any other JSON value (the peers' `typeof … === "string"`).
+struct MaybeStr<'de>(Option<Cow<'de, str>>);
+
+impl<'de> de::Deserialize<'de> for MaybeStr<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(MaybeStrVisitor)
+    }
+}
+
+struct MaybeStrVisitor;
+
+impl<'de> Visitor<'de> for MaybeStrVisitor {
+    type Value = MaybeStr<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(MaybeStr(Some(Cow::Borrowed(s))))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(MaybeStr(Some(Cow::Owned(s.to_string()))))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+        Ok(MaybeStr(Some(Cow::Owned(s))))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(MaybeStr(None))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(MaybeStr(None))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(MaybeStr(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(MaybeStr(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(MaybeStr(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(MaybeStr(None))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(MaybeStr(None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(id: &str, region: &str, row: Row<'_>) -> String {
+        let mut out = Vec::new();
+        render(id, region, &row, &mut out).expect("renders");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    const LOCALES: &str =
+        r#"{"en":{"title":"Ramen","description":"Noodles"},"ja":{"title":"ラーメン","description":"麺"}}"#;
+
+    fn row(views: i64) -> Row<'static> {
+        Row { channel: Some("Chef"), duration_s: Some(3725), views: Some(views), locales: Some(LOCALES) }
+    }
+
+    #[test]
+    fn region_present_and_fallback() {
+        assert_eq!(
+            body("a1", "ja", row(600_000)),
+            r#"{"id":"a1","channel":"Chef","title":"ラーメン","description":"麺","duration":"1:02:05","views":600000,"trending":true}"#
+        );
+        assert_eq!(
+            body("a1", "ko", row(600_000)),
+            r#"{"id":"a1","channel":"Chef","title":"Ramen","description":"Noodles","duration":"1:02:05","views":600000,"trending":false}"#
+        );
+        assert!(body("a1", "en", row(500_000)).ends_with(r#""views":500000,"trending":false}"#));
+        assert!(body("a1", "en", row(500_001)).ends_with(r#""trending":true}"#));
+    }
+
+    #[test]
+    fn durations() {
+        for (s, want) in [
+            (0, "0:00"),
+            (59, "0:59"),
+            (60, "1:00"),
+            (3599, "59:59"),
+            (3600, "1:00:00"),
+            (360_000, "100:00:00"),
+            (-5, "0:00"),
+        ] {
+            assert_eq!(format_duration(s), want, "{s} s");
+        }
+    }
+
+    #[test]
+    fn escapes_like_json_stringify() {
+        let locales = r#"{"en":{"title":"a\"b\\c\n\u0001\u2028 🍜","description":5}}"#;
+        let row = Row { channel: None, duration_s: None, views: None, locales: Some(locales) };
+        assert_eq!(
+            body("x\"y", "en", row),
+            "{\"id\":\"x\\\"y\",\"channel\":null,\"title\":\"a\\\"b\\\\c\\n\\u0001\u{2028} 🍜\",\"description\":null,\
+             \"duration\":\"0:00\",\"views\":null,\"trending\":false}"
+        );
+    }
+
+    #[test]
+    fn malformed_locales() {
+        for bad in ["[]", "null", "\"en\"", "{", "{} x", "1"] {
+            let row = Row { channel: None, duration_s: None, views: None, locales: Some(bad) };
+            assert!(render("x", "en", &row, &mut Vec::new()).is_err(), "{bad}");
+        }
+        let row = Row { channel: None, duration_s: None, views: None, locales: None };
+        assert!(render("x", "en", &row, &mut Vec::new()).is_err(), "NULL locales");
+    }
+
+    #[test]
+    fn odd_locales_shapes() {
+        let locales = r#"{"ja":"x","en":{"title":["t"],"description":"d","extra":{"a":[1]}},"en":{"title":"last"}}"#;
+        let row = Row { channel: Some("c"), duration_s: Some(1), views: Some(1), locales: Some(locales) };
+        // A non-object locale for the region: present (so no fallback), but without title or description.
+        assert!(body("i", "ja", row).contains(r#""title":null,"description":null"#));
+        // Duplicate keys: the last wins.
+        assert!(body("i", "ko", row).contains(r#""title":"last","description":null"#));
+    }
+}
