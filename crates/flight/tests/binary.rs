@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use testkit::process::{Guard, wait_for_exit};
 
 const BIN: &str = env!("CARGO_BIN_EXE_flight-rs");
 
@@ -39,29 +40,6 @@ fn run(env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String, String) {
         let _ = std::io::Read::read_to_string(&mut BufReader::new(err), &mut stderr);
     }
     (status.code(), stdout, stderr)
-}
-
-/// Kills the child if a test fails before it exits.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-fn wait_for_exit(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
 }
 
 fn assert_config_error(env: &[(&str, &str)], args: &[&str]) {

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode, OpenFlags};
+use rusqlite::{Connection, OpenFlags};
 
 use crate::render::{self, Row};
 
@@ -126,14 +126,13 @@ impl Database {
         Ok(())
     }
 
-    /// Logs the first failure of a run of them and decides whether the connection is kept: a busy or locked
-    /// database is fine to retry on the same connection; anything else may mean the file was replaced,
-    /// removed or damaged, so the next attempt reopens it.
+    /// Logs the first failure of a run of them and drops the connection; the next attempt reopens it, at most
+    /// every [`REOPEN_EVERY`], answering 503 at once in between. Dropping even on a busy database is
+    /// deliberate: only the first request of an outage waits out the busy timeout (the rest get a quick 503
+    /// instead of each blocking the worker), and a connection left stale by an exclusive-mode writer (seen:
+    /// still busy after that writer closed) is never reused.
     fn failed(&mut self, e: &rusqlite::Error) -> LookupError {
-        let transient = matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked));
-        if !transient {
-            self.conn = None;
-        }
+        self.conn = None;
         if !self.failing {
             self.failing = true;
             tracing::warn!(path = %self.options.path.display(), error = %e, "SQLite unavailable; answering 503");

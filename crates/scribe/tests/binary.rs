@@ -6,12 +6,13 @@ mod common;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
-use common::{SCHEMAS, record};
+use common::{JsonRes, SCHEMAS, record};
 use serde_json::json;
 use testkit::Redis;
+use testkit::process::{Guard, wait_for_exit};
 
 const BIN: &str = env!("CARGO_BIN_EXE_scribe-rs");
 
@@ -23,29 +24,6 @@ fn scribe(env: &[(&str, &str)], args: &[&str], cwd: &Path) -> Command {
         cmd.env(k, v);
     }
     cmd
-}
-
-/// Kills the child if a test fails before it exits.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-fn wait_for_exit(child: &mut Child, within: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
 }
 
 /// Runs to completion (with a deadline): (exit code, stdout, stderr).

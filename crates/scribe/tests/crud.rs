@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::{Arc, Barrier};
 
-use common::{Stack, T0_OUT, ids, keys, record, record_at, single};
+use common::{JsonRes, Stack, T0_OUT, ids, keys, record, record_at, single};
 use serde_json::{Value, json};
 
 const ROW_KEYS: [&str; 6] = ["id", "data", "date_created", "date_modified", "created_by", "modified_by"];

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{App, Res, Stack, eventually, ids, record};
+use common::{App, JsonRes, Res, Stack, eventually, ids, record};
 use serde_json::json;
 use testkit::{Postgres, Redis};
 

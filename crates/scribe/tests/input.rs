@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Stack, ids, record};
+use common::{JsonRes, Stack, ids, record};
 use serde_json::{Value, json};
 
 /// Every answer to a bad request is a 4xx JSON `{"error": …}`.

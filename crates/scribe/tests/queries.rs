@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Stack, enc, ids, keys, record, record_at, single};
+use common::{JsonRes, Stack, enc, ids, keys, record, record_at, single};
 use serde_json::{Value, json};
 
 /// Three notes: created_by 1/2/2, data.ids [1,2]/[3]/[3,4], data.owner.name a/b/a.

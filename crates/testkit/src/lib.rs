@@ -7,6 +7,9 @@
 //! println!("{}", redis.url());
 //! ```
 
+pub mod http;
+pub mod process;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;

@@ -1,0 +1,156 @@
+//! Shared helpers for the metadata-rs tests: datasets in temp dirs (generated, or hand-made rows for edge
+//! cases), and metadata-rs served in process on 127.0.0.1:0 with one worker.
+
+// Each test binary uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use metadata::config::{RedisSettings, Settings};
+use metadata::db::DbOptions;
+use metadata::gen_data::{GenDataArgs, Generated};
+use serde_json::{Value, json};
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use testkit::http::{Res, get, request};
+
+pub const REGIONS: [&str; 5] = ["ja", "ko", "zh-TW", "en", "th"];
+
+/// A generated dataset in its own temp dir.
+pub struct Dataset {
+    pub dir: tempfile::TempDir,
+    pub generated: Generated,
+}
+
+impl Dataset {
+    pub fn generate(rows: u64, samples: u64, seed: u64) -> Dataset {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let generated = metadata::gen_data::run(&gen_args(dir.path(), rows, samples, seed)).expect("gen-data");
+        Dataset { dir, generated }
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("metadata.db")
+    }
+
+    pub fn sample_ids(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("sample_ids.txt"))
+            .expect("sample ids")
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// A read-write connection for the test's own reads and edits (WAL: the server keeps reading meanwhile).
+    pub fn open_rw(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(self.db()).expect("open read-write")
+    }
+}
+
+pub fn gen_args(dir: &Path, rows: u64, samples: u64, seed: u64) -> GenDataArgs {
+    GenDataArgs {
+        db: dir.join("metadata.db"),
+        ids: dir.join("sample_ids.txt"),
+        rows,
+        seed,
+        samples,
+        absent_percent: 1.0,
+        force: false,
+    }
+}
+
+/// One hand-made row: (id, channel, duration_s, views, locales).
+pub type RowSpec<'a> = (&'a str, Option<&'a str>, Option<i64>, Option<i64>, Option<&'a str>);
+
+/// A database with exactly these rows (the generator's table layout, WAL mode).
+pub fn custom_db(dir: &Path, rows: &[RowSpec<'_>]) -> PathBuf {
+    let path = dir.join("custom.db");
+    let conn = rusqlite::Connection::open(&path).expect("create");
+    conn.pragma_update(None, "journal_mode", "WAL").expect("wal");
+    conn.execute_batch(
+        "CREATE TABLE videos (id TEXT PRIMARY KEY, channel TEXT, duration_s INTEGER, views INTEGER, locales TEXT)",
+    )
+    .expect("table");
+    for row in rows {
+        conn.execute(
+            "INSERT INTO videos VALUES (?1, ?2, ?3, ?4, ?5)",
+            rusqlite::params![row.0, row.1, row.2, row.3, row.4],
+        )
+        .expect("insert");
+    }
+    path
+}
+
+pub fn settings(db: &Path) -> Settings {
+    Settings {
+        addr: "127.0.0.1:0".parse().expect("addr"),
+        db: DbOptions { path: db.to_path_buf(), busy_timeout: Duration::from_millis(100), mmap_size: 1 << 20 },
+        redis: None,
+    }
+}
+
+pub fn with_redis(mut settings: Settings, url: &str) -> Settings {
+    settings.redis =
+        Some(RedisSettings { url: url.to_string(), ttl: Duration::from_secs(60), timeout: Duration::from_millis(100) });
+    settings
+}
+
+pub struct TestServer {
+    server: Option<serve::Server>,
+    pub addr: SocketAddr,
+}
+
+impl TestServer {
+    pub fn start(settings: Settings) -> TestServer {
+        let listeners = serve::bind_reuseport(settings.addr, 1).expect("bind");
+        let limits = serve::Limits { workers: 1, shutdown_timeout: Duration::from_secs(1), ..Default::default() };
+        let server = metadata::start(settings, listeners, limits).expect("start");
+        let addr = server.local_addr();
+        TestServer { server: Some(server), addr }
+    }
+
+    pub fn get(&self, target: &str) -> Res {
+        get(self.addr, target)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown();
+        }
+    }
+}
+
+/// The body the contract asks for, built independently of the server with serde_json (whose output for
+/// these values is what `JSON.stringify` gives).
+pub fn expected_body(
+    id: &str,
+    channel: Option<&str>,
+    duration: &str,
+    views: Option<i64>,
+    locales: &Value,
+    region: &str,
+) -> String {
+    let has = locales.get(region).is_some();
+    let locale = locales.get(region).or_else(|| locales.get("en"));
+    let text =
+        |field: &str| locale.and_then(|l| l.get(field)).filter(|v| v.is_string()).cloned().unwrap_or(Value::Null);
+    json!({
+        "id": id,
+        "channel": channel,
+        "title": text("title"),
+        "description": text("description"),
+        "duration": duration,
+        "views": views,
+        "trending": has && views.is_some_and(|v| v > 500_000),
+    })
+    .to_string()
+}
+
+pub fn assert_json(res: &Res, status: u16, body: &str, what: &str) {
+    assert_eq!(res.status, status, "{what}: status; body {:?}", res.text());
+    assert_eq!(res.header("content-type"), Some("application/json"), "{what}: content-type");
+    assert_eq!(res.text(), body, "{what}: body");
+}
