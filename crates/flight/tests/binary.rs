@@ -5,7 +5,7 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use testkit::process::{Guard, wait_for_exit};
 
 const BIN: &str = env!("CARGO_BIN_EXE_flight-rs");
