@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::render::{self, Row};
@@ -84,7 +85,10 @@ impl Database {
                 channel: row.get_ref(0)?.as_str_or_null()?,
                 duration_s: row.get_ref(1)?.as_i64_or_null()?,
                 views: row.get_ref(2)?.as_i64_or_null()?,
-                locales: row.get_ref(3)?.as_str_or_null()?,
+                locales: match row.get_ref(3)? {
+                    ValueRef::Text(text) => Some(text),
+                    _ => None, // NULL, or a number or blob that JSON.parse would not take as an object either
+                },
             };
             Ok(Some(render::render(id, region, &row, out)))
         })();
