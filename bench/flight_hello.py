@@ -178,6 +178,11 @@ def tree_cpu_us(pid: int) -> tuple[float, float, int]:
     return user * 1_000_000 / CLK_TCK, system * 1_000_000 / CLK_TCK, len(pids)
 
 
+def log(msg: str) -> None:
+    """Progress on stderr (stdout stays free for results); shared by the sibling harnesses."""
+    print(msg, file=sys.stderr, flush=True)
+
+
 def write_report(out_json: Path, out_md: Path, report: dict, write_markdown) -> None:
     """Writes the raw JSON and the Markdown summary next to it, and shows the summary."""
     out_json.parent.mkdir(parents=True, exist_ok=True)
@@ -790,7 +795,6 @@ def main(argv: list[str]) -> int:
     checks: dict[str, dict] = {}
     runs: list[dict] = []
     startup: dict[str, list[float]] = {n: [] for n in names}
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
 
     with tempfile.TemporaryDirectory(prefix="flight-hello-") as tmp:
         logdir = Path(tmp)

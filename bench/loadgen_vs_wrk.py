@@ -651,7 +651,7 @@ def main(argv: list[str]) -> int:
     out_md = out_json.with_suffix(".md")
     signal.signal(signal.SIGTERM, fh.on_sigterm)
     os.sched_setaffinity(0, fh.parse_cores(args.loader_cores))
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    log = fh.log
 
     rts = fh.make_runtimes(args.flight_bin.resolve())
     servers = {"A": rts["rust-bare"], "B": rts["node"]}

@@ -939,7 +939,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, fh.on_sigterm)
     # Keep the harness itself (polling, /proc reads, seeding) off the server's core.
     os.sched_setaffinity(0, fh.parse_cores(args.loader_cores))
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    log = fh.log
 
     runtimes = make_runtimes(args.scribe_bin)
     names = list(args.runtime_list)

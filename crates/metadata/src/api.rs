@@ -119,11 +119,7 @@ fn health_response(sqlite_ok: bool, redis: &str) -> Response {
     let (status, overall, sqlite) =
         if sqlite_ok { (StatusCode::OK, "ok", "ok") } else { (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "down") };
     let body = format!(r#"{{"status":"{overall}","sqlite":"{sqlite}","redis":"{redis}"}}"#);
-    let mut res = serve::json_bytes(status, body);
-    if !sqlite_ok {
-        res.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
-    }
-    res
+    serve::json_bytes(status, body)
 }
 
 fn unavailable() -> Response {

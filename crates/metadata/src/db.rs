@@ -81,16 +81,9 @@ impl Database {
             let mut stmt = conn.prepare_cached(LOOKUP_SQL)?;
             let mut rows = stmt.query([id])?;
             let Some(row) = rows.next()? else { return Ok(None) };
-            let row = Row {
-                channel: row.get_ref(0)?.as_str_or_null()?,
-                duration_s: row.get_ref(1)?.as_i64_or_null()?,
-                views: row.get_ref(2)?.as_i64_or_null()?,
-                locales: match row.get_ref(3)? {
-                    ValueRef::Text(text) => Some(text),
-                    _ => None, // NULL, or a number or blob that JSON.parse would not take as an object either
-                },
-            };
-            Ok(Some(render::render(id, region, &row, out)))
+            let (channel, duration, views, locales) =
+                (row.get_ref(0)?, row.get_ref(1)?, row.get_ref(2)?, row.get_ref(3)?);
+            Ok(Some(row_of(channel, duration, views, locales).and_then(|row| render::render(id, region, &row, out))))
         })();
         match outcome {
             Ok(None) => Ok(false),
@@ -162,4 +155,39 @@ pub fn open(options: &DbOptions) -> Result<Connection, rusqlite::Error> {
     conn.pragma_update(None, "mmap_size", options.mmap_size.min(i64::MAX as u64) as i64)?;
     conn.prepare_cached(LOOKUP_SQL)?;
     Ok(conn)
+}
+
+/// The row's columns as the contract types them. A column of another storage class is a malformed row (500),
+/// not an unusable database: the connection is fine. A REAL duration is truncated, as the peers'
+/// `Math.trunc` does; a NULL duration is 0 and NULL views stay null.
+fn row_of<'a>(
+    channel: ValueRef<'a>,
+    duration: ValueRef<'a>,
+    views: ValueRef<'a>,
+    locales: ValueRef<'a>,
+) -> Result<Row<'a>, render::Malformed> {
+    let wrong = |column: &str, value: ValueRef<'_>| render::Malformed::column(column, value.data_type());
+    Ok(Row {
+        channel: match channel {
+            ValueRef::Text(text) => Some(std::str::from_utf8(text).map_err(|_| wrong("channel", channel))?),
+            ValueRef::Null => None,
+            other => return Err(wrong("channel", other)),
+        },
+        duration_s: match duration {
+            ValueRef::Integer(i) => Some(i),
+            ValueRef::Real(f) if f.is_finite() => Some(f.trunc() as i64),
+            ValueRef::Null => None,
+            other => return Err(wrong("duration_s", other)),
+        },
+        views: match views {
+            ValueRef::Integer(i) => Some(i),
+            ValueRef::Null => None,
+            other => return Err(wrong("views", other)),
+        },
+        locales: match locales {
+            ValueRef::Text(text) => Some(text),
+            ValueRef::Null => None, // JSON.parse(null) is null, not an object: malformed, as in the peers
+            other => return Err(wrong("locales", other)),
+        },
+    })
 }

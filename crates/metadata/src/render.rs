@@ -29,15 +29,26 @@ pub struct Row<'a> {
 
 /// The row's `locales` is not a JSON object; the peers answer 500 for it, and so do we.
 #[derive(Debug, thiserror::Error)]
-#[error("locales is not a JSON object: {0}")]
+#[error("{0}")]
 pub struct Malformed(String);
+
+impl Malformed {
+    fn locales(detail: impl fmt::Display) -> Malformed {
+        Malformed(format!("locales is not a JSON object: {detail}"))
+    }
+
+    /// A column whose storage class the contract does not allow.
+    pub fn column(name: &str, found: rusqlite::types::Type) -> Malformed {
+        Malformed(format!("column {name} holds {found}"))
+    }
+}
 
 /// Appends the response body for `row` seen from `region` to `out`.
 pub fn render(id: &str, region: &str, row: &Row<'_>, out: &mut Vec<u8>) -> Result<(), Malformed> {
-    let locales = row.locales.ok_or_else(|| Malformed("NULL".to_string()))?;
+    let locales = row.locales.ok_or_else(|| Malformed::locales("NULL"))?;
     let mut de = serde_json::Deserializer::from_slice(locales);
-    let picked = PickLocales { region }.deserialize(&mut de).map_err(|e| Malformed(e.to_string()))?;
-    de.end().map_err(|e| Malformed(e.to_string()))?;
+    let picked = PickLocales { region }.deserialize(&mut de).map_err(Malformed::locales)?;
+    de.end().map_err(Malformed::locales)?;
     let has_region = picked.region.is_some();
     let locale = picked.region.or(picked.en).unwrap_or_default();
     let trending = has_region && row.views.is_some_and(|v| v > TRENDING_VIEWS);

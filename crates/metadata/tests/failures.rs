@@ -146,10 +146,21 @@ fn malformed_locales_row_is_a_500_and_other_rows_still_answer() {
             ("good", Some("c"), Some(1), Some(1), Some(good)),
         ],
     );
+    rusqlite::Connection::open(&db)
+        .expect("open")
+        .execute_batch(&format!(
+            "INSERT INTO videos VALUES ('text-views', 'c', 1, 'many', '{good}');
+             INSERT INTO videos VALUES ('blob-channel', x'00ff', 1, 1, '{good}');
+             INSERT INTO videos VALUES ('real-duration', 'c', 3599.9, 7, '{good}');"
+        ))
+        .expect("odd rows");
     let server = TestServer::start(settings(&db));
-    for id in ["bad-json", "array", "null"] {
+    for id in ["bad-json", "array", "null", "text-views", "blob-channel"] {
         assert_json(&server.get(&format!("/v1/metadata/{id}")), 500, r#"{"error":"stored metadata is malformed"}"#, id);
     }
+    // Right after a malformed row, the connection still answers: a bad row is not an outage.
     assert_eq!(server.get("/v1/metadata/good").status, 200);
     assert_eq!(server.get("/healthz").status, 200, "a bad row is not an outage");
+    let real = server.get("/v1/metadata/real-duration");
+    assert!(real.text().contains(r#""duration":"59:59","views":7"#), "a REAL duration is truncated: {}", real.text());
 }
