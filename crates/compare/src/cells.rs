@@ -1,0 +1,518 @@
+//! One cell (a workload on a runtime): start its server pinned, time exec→first 200, verify its answers,
+//! and measure runs under loadgen with the server tree's CPU and the server cores' busy share around them.
+//! Every function here stops what it started before returning, whatever happened.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use loadgen::report::Report;
+
+use crate::process::Spawned;
+use crate::procfs;
+use crate::records::{Kind, LatencyUs, Record};
+use crate::workloads::{self, LoadSpec, Outcome, Probe};
+
+/// A just-started runtime finishes lazy initialization before its idle RSS is read.
+pub const SETTLE: Duration = Duration::from_millis(500);
+/// loadgen gets this long past its own `-d` before it is killed and the run voided.
+const LOADGEN_SLACK: Duration = Duration::from_secs(30);
+/// Readiness polls are this far apart: fine enough for a 5 ms startup, from the loader's core.
+const READY_POLL: Duration = Duration::from_micros(500);
+/// Closed-loop runs with the server cores less busy than this were limited by the loader.
+pub const LOADER_BOUND_PCT: f64 = 90.0;
+
+/// How to start one server. `{port}` in `args` and env values is replaced by the port it is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    pub name: String,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+impl ServerSpec {
+    pub fn new(name: &str, program: PathBuf) -> ServerSpec {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        ServerSpec { name: name.to_string(), program, args: Vec::new(), env: Vec::new(), cwd }
+    }
+}
+
+/// Variables in compare's own environment that would change what a server does (a Redis URL, a worker
+/// count, a debug filter, Node flags): never passed on.
+fn scrubbed(key: &str) -> bool {
+    ["FLIGHT_", "SCRIBE_", "METADATA_", "COMPARE_"].iter().any(|p| key.starts_with(p))
+        || ["DATABASE_URL", "REDIS_URL", "RUST_LOG", "NODE_OPTIONS", "NODE_ENV", "PORT", "HOSTNAME"].contains(&key)
+}
+
+/// What every cell shares: the loader, the layout, the timings.
+#[derive(Debug, Clone)]
+pub struct Bench {
+    pub loadgen: PathBuf,
+    pub server_cores: String,
+    pub loader_cores: String,
+    pub warmup: Duration,
+    pub duration: Duration,
+    /// loadgen's per-request timeout; a timeout voids the run.
+    pub request_timeout: Duration,
+    /// How long a server may take to answer its first 200.
+    pub ready_timeout: Duration,
+    /// Server logs and loadgen reports go here.
+    pub logdir: PathBuf,
+}
+
+/// A port nothing listens on right now (a fresh one per start: no TIME_WAIT left from the last load).
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?.port())
+}
+
+/// A started server: pinned with taskset, in its own process group, output to a log file.
+#[derive(Debug)]
+pub struct Server {
+    proc: Spawned,
+    pub port: u16,
+    started: Instant,
+    log: PathBuf,
+}
+
+impl Server {
+    pub fn start(spec: &ServerSpec, cores: &str, logdir: &std::path::Path) -> anyhow::Result<Server> {
+        let port = free_port()?;
+        let subst = |s: &str| s.replace("{port}", &port.to_string());
+        let log = logdir.join(format!("{}-{port}.log", spec.name));
+        // A file, never a pipe: a pipe nobody drains would block the server.
+        let out = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let mut cmd = Command::new("taskset");
+        cmd.arg("-c").arg(cores).arg(&spec.program).args(spec.args.iter().map(|a| subst(a)));
+        for (key, _) in std::env::vars_os() {
+            if key.to_str().is_some_and(scrubbed) {
+                cmd.env_remove(&key);
+            }
+        }
+        cmd.envs(spec.env.iter().map(|(k, v)| (k, subst(v))));
+        cmd.current_dir(&spec.cwd).stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
+        // taskset execs the server, so the child's pid is the server's own.
+        let started = Instant::now();
+        let proc = Spawned::spawn(cmd, &spec.name).with_context(|| format!("starting {}", spec.program.display()))?;
+        Ok(Server { proc, port, started, log })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.proc.pid()
+    }
+
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.proc.try_wait().ok().flatten()
+    }
+
+    /// Polls GET `path` until a 200; the time since exec.
+    pub fn wait_ready(&mut self, path: &str, timeout: Duration) -> anyhow::Result<Duration> {
+        let mut last = None;
+        loop {
+            if let Some(status) = self.exited() {
+                bail!("{} exited ({status}) before answering{}", self.proc.name(), self.log_tail(12));
+            }
+            match crate::http::request(self.port, "GET", path, None, Duration::from_secs(2)) {
+                Ok(r) if r.status == 200 => return Ok(self.started.elapsed()),
+                Ok(r) => last = Some(r.status),
+                Err(_) => {}
+            }
+            crate::process::check_interrupted()?;
+            if self.started.elapsed() > timeout {
+                let last = last.map_or("none".to_string(), |s| s.to_string());
+                bail!(
+                    "{}: no 200 on {path} within {timeout:?} (last status {last}){}",
+                    self.proc.name(),
+                    self.log_tail(12)
+                );
+            }
+            std::thread::sleep(READY_POLL);
+        }
+    }
+
+    /// The server's last output lines, each on its own indented line.
+    pub fn log_tail(&self, n: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].iter().map(|l| format!("\n    | {l}")).collect()
+    }
+
+    /// Kills the server's whole process group and reaps it.
+    pub fn stop(mut self) {
+        self.proc.kill();
+    }
+}
+
+/// Starts a server and waits for its first 200 on `ready_path`; stopped again on failure.
+pub fn start_ready(spec: &ServerSpec, bench: &Bench, ready_path: &str) -> anyhow::Result<(Server, Duration)> {
+    let mut server = Server::start(spec, &bench.server_cores, &bench.logdir)?;
+    match server.wait_ready(ready_path, bench.ready_timeout) {
+        Ok(elapsed) => Ok((server, elapsed)),
+        Err(e) => {
+            server.stop();
+            Err(e)
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// One cold start: exec→first 200 on `ready_path`, in ms.
+pub fn startup(spec: &ServerSpec, bench: &Bench, ready_path: &str) -> anyhow::Result<f64> {
+    let (server, elapsed) = start_ready(spec, bench, ready_path)?;
+    server.stop();
+    Ok(ms(elapsed))
+}
+
+/// The reference a cell's answers are held to: whose they are, and the answers.
+#[derive(Debug, Clone, Copy)]
+pub struct Reference<'a> {
+    pub runtime: &'a str,
+    pub answers: &'a [Outcome],
+}
+
+/// What a cell's check needs besides the bench.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckInput<'a> {
+    pub spec: &'a ServerSpec,
+    pub ready_path: &'a str,
+    pub probes: &'a [Probe],
+    /// Ask only this probe (the floor answers one thing).
+    pub only: Option<usize>,
+    /// Compare content types without parameters.
+    pub content_type_essence: bool,
+    /// Hold the answers to these; `None` for the reference itself.
+    pub reference: Option<Reference<'a>>,
+}
+
+/// Starts the server, times exec→first 200, reads its idle RSS after that one request, asks the probes (all,
+/// or only `only`), stops it, and voids the record when an answer fails, breaks the contract or differs
+/// from the reference's. Returns the answers, in probe order (`only`: just that one).
+pub fn check(bench: &Bench, input: &CheckInput<'_>, rec: &mut Record) -> Vec<Outcome> {
+    let CheckInput { spec, ready_path, probes, only, content_type_essence, reference } = *input;
+    let chosen: Vec<&Probe> = match only {
+        Some(i) => probes.get(i).into_iter().collect(),
+        None => probes.iter().collect(),
+    };
+    let (mut server, elapsed) = match start_ready(spec, bench, ready_path) {
+        Ok(s) => s,
+        Err(e) => {
+            rec.void_because(format!("did not start: {e:#}"));
+            return Vec::new();
+        }
+    };
+    rec.startup_ms = Some(ms(elapsed));
+    std::thread::sleep(SETTLE);
+    rec.rss_idle_kib = Some(procfs::tree_rss_kib(server.pid()));
+    let answers: Vec<Outcome> = chosen.iter().map(|p| p.ask(server.port)).collect();
+    if let Some(status) = server.exited() {
+        rec.void_because(format!("exited ({status}) during the probes{}", server.log_tail(12)));
+    }
+    server.stop();
+
+    let line = |p: &Probe, how: &str| format!("{} ({}): {how}", p.label, p.request_line());
+    for (p, a) in chosen.iter().zip(&answers) {
+        if let Err(e) = a {
+            rec.void_because(format!("probe {}", line(p, e)));
+            return answers;
+        }
+    }
+    let contract: Vec<String> = chosen
+        .iter()
+        .zip(&answers)
+        .filter_map(|(p, a)| {
+            let want = Ok(p.contract.clone()?);
+            workloads::difference(p, a, &want, content_type_essence).map(|how| line(p, &how))
+        })
+        .collect();
+    if let Some(first) = contract.first() {
+        rec.void_because(format!(
+            "{} of {} probes differ from the contract; first: {first}",
+            contract.len(),
+            chosen.len()
+        ));
+    }
+    if let Some(reference) = reference {
+        let pairs: Vec<(&Probe, &Outcome)> = match only {
+            Some(i) => probes.get(i).into_iter().zip(reference.answers.get(i)).collect(),
+            None => probes.iter().zip(reference.answers).collect(),
+        };
+        let diffs: Vec<String> = pairs
+            .iter()
+            .zip(&answers)
+            .filter_map(|((p, want), got)| {
+                workloads::difference(p, got, want, content_type_essence).map(|h| line(p, &h))
+            })
+            .collect();
+        if let Some(first) = diffs.first() {
+            rec.void_because(format!(
+                "{} of {} probes differ from {}'s answers; first: {first}",
+                diffs.len(),
+                chosen.len(),
+                reference.runtime
+            ));
+        }
+    }
+    answers
+}
+
+/// One loadgen process and what came of it.
+#[derive(Debug)]
+pub struct LoadgenRun {
+    pub argv: Vec<String>,
+    pub report: Option<Report>,
+    pub report_error: Option<String>,
+    pub exit: Option<i32>,
+    pub timed_out: bool,
+    pub wall: Duration,
+    pub stderr: String,
+}
+
+/// Runs loadgen pinned to the loader cores against `port` for `duration` (open loop at `rate`), waits for
+/// it (bounded) and reads its JSON report.
+pub fn run_loadgen(
+    bench: &Bench,
+    port: u16,
+    load: &LoadSpec,
+    duration: Duration,
+    rate: Option<f64>,
+    tag: &str,
+) -> anyhow::Result<LoadgenRun> {
+    let json = bench.logdir.join(format!("{tag}.json"));
+    let _ = std::fs::remove_file(&json);
+    let loader_cores = procfs::parse_cores(&bench.loader_cores)?;
+    let threads = loader_cores.len().clamp(1, load.connections.max(1) as usize);
+    let mut argv: Vec<String> = vec!["-c".into(), bench.loader_cores.clone(), bench.loadgen.to_string_lossy().into()];
+    let dur = |d: Duration| format!("{}ms", d.as_millis().max(1));
+    argv.extend(
+        [
+            "-t",
+            &threads.to_string(),
+            "-c",
+            &load.connections.to_string(),
+            "-d",
+            &dur(duration),
+            "--warmup",
+            "0s",
+            "--timeout",
+            &dur(bench.request_timeout),
+            "--pin",
+            &bench.loader_cores,
+            "--no-progress",
+            "--json",
+            &json.to_string_lossy(),
+        ]
+        .map(String::from),
+    );
+    if let Some(rate) = rate {
+        argv.extend(["-R".to_string(), format!("{:.0}", rate.max(1.0))]);
+    }
+    argv.extend(load.loadgen_args(port));
+    let out = File::create(bench.logdir.join(format!("{tag}.out")))?;
+    let err_path = bench.logdir.join(format!("{tag}.err"));
+    let err = File::create(&err_path)?;
+    let mut cmd = Command::new("taskset");
+    cmd.args(&argv).stdin(Stdio::null()).stdout(out).stderr(err);
+    let started = Instant::now();
+    let mut proc = Spawned::spawn(cmd, "loadgen").context("starting loadgen")?;
+    let status = proc.wait_timeout(duration + LOADGEN_SLACK)?;
+    let timed_out = status.is_none();
+    if timed_out {
+        proc.kill();
+    }
+    let wall = started.elapsed();
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let (report, report_error) = match std::fs::read(&json) {
+        Ok(raw) => match serde_json::from_slice::<Report>(&raw) {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(format!("unreadable loadgen report: {e}"))),
+        },
+        Err(e) => (None, Some(format!("no loadgen report ({e})"))),
+    };
+    let mut full = vec!["taskset".to_string()];
+    full.extend(argv);
+    Ok(LoadgenRun { argv: full, report, report_error, exit: status.and_then(|s| s.code()), timed_out, wall, stderr })
+}
+
+fn tail(text: &str, max: usize) -> String {
+    let t = text.trim();
+    let start = t.char_indices().rev().nth(max.saturating_sub(1)).map_or(0, |(i, _)| i);
+    t[start..].replace('\n', " | ")
+}
+
+/// Why a loadgen run does not count; empty when it does. Any status outside 2xx (and `also_ok`), any
+/// socket error, timeout or failed assertion, fewer connections than asked, or (unless a warmup) no
+/// response at all.
+pub fn void_reasons(run: &LoadgenRun, also_ok: &[u16], warmup: bool) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if run.timed_out {
+        reasons.push(format!("loadgen still running {LOADGEN_SLACK:?} after its duration; killed"));
+    }
+    let Some(rep) = &run.report else {
+        reasons.push(format!(
+            "{} (loadgen exit {:?}): {}",
+            run.report_error.as_deref().unwrap_or("no loadgen report"),
+            run.exit,
+            tail(&run.stderr, 300)
+        ));
+        return reasons;
+    };
+    let bad: Vec<String> = rep
+        .status
+        .iter()
+        .filter(|(code, n)| **n > 0 && !(200..300).contains(*code) && !also_ok.contains(code))
+        .map(|(code, n)| format!("{code}: {n}"))
+        .collect();
+    if !bad.is_empty() {
+        reasons.push(format!("unexpected statuses {}", bad.join(", ")));
+    }
+    let e = &rep.errors;
+    let errors: Vec<String> = [
+        ("connect", e.connect),
+        ("read", e.read),
+        ("write", e.write),
+        ("timeout", e.timeout),
+        ("parse", e.parse),
+        ("closed", e.closed),
+        ("assertion", e.assertion),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(k, n)| format!("{k} {n}"))
+    .collect();
+    if !errors.is_empty() {
+        reasons.push(format!("errors: {}", errors.join(", ")));
+    }
+    let c = &rep.connections;
+    if c.failed > 0 || c.established < c.asked {
+        reasons.push(format!("connections asked {}, established {}, failed {}", c.asked, c.established, c.failed));
+    }
+    if !warmup && rep.responses == 0 {
+        reasons.push(format!("no response completed ({} in flight at the end)", rep.in_flight_at_end));
+    }
+    match run.exit {
+        Some(0) => {}
+        // 1 = failed its checks: the reasons above say which, unless it was something else.
+        Some(1) if !reasons.is_empty() => {}
+        other => reasons.push(format!("loadgen exited {other:?}: {}", tail(&run.stderr, 300))),
+    }
+    reasons
+}
+
+/// What one measured run needs besides the bench.
+#[derive(Debug, Clone, Copy)]
+pub struct RunInput<'a> {
+    pub spec: &'a ServerSpec,
+    pub ready_path: &'a str,
+    pub load: &'a LoadSpec,
+    /// Sent once before any load; must answer 2xx.
+    pub prime: Option<&'a Probe>,
+    /// Statuses outside 2xx that are answers.
+    pub also_ok: &'a [u16],
+    /// Open loop at this rate; closed loop without.
+    pub rate: Option<f64>,
+    /// Names this run's files in the log dir.
+    pub tag: &'a str,
+}
+
+/// One measured run on a fresh server: idle RSS, priming, a discarded warmup, then the measured loadgen run
+/// with the server tree's CPU and the server cores' /proc/stat counters around it, RSS after load. Fills
+/// `rec`, voiding it (with every reason) when anything was wrong.
+pub fn measure(bench: &Bench, input: &RunInput<'_>, rec: &mut Record) {
+    rec.connections = Some(input.load.connections);
+    rec.rate = input.rate;
+    let (mut server, _) = match start_ready(input.spec, bench, input.ready_path) {
+        Ok(s) => s,
+        Err(e) => {
+            rec.void_because(format!("did not start: {e:#}"));
+            return;
+        }
+    };
+    if let Err(e) = measure_on(bench, input, &mut server, rec) {
+        rec.void_because(format!("{e:#}"));
+    }
+    if let Some(status) = server.exited() {
+        rec.void_because(format!("server exited ({status}) during the run{}", server.log_tail(12)));
+    }
+    server.stop();
+}
+
+fn measure_on(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mut Record) -> anyhow::Result<()> {
+    std::thread::sleep(SETTLE);
+    rec.rss_idle_kib = Some(procfs::tree_rss_kib(server.pid()));
+    if let Some(prime) = input.prime {
+        match prime.ask(server.port) {
+            Ok(a) if (200..300).contains(&a.status) => {}
+            Ok(a) => bail!("priming {} answered {}", prime.request_line(), a.status),
+            Err(e) => bail!("priming {}: {e}", prime.request_line()),
+        }
+    }
+    if !bench.warmup.is_zero() {
+        let warm =
+            run_loadgen(bench, server.port, input.load, bench.warmup, input.rate, &format!("{}-warmup", input.tag))?;
+        let reasons = void_reasons(&warm, input.also_ok, true);
+        if !reasons.is_empty() {
+            rec.void_because(format!("warmup: {}", reasons.join("; ")));
+        }
+        if warm.report.is_none() {
+            // loadgen could not run at all (bad arguments, nothing listening): the measured run would not either.
+            return Ok(());
+        }
+    }
+    crate::process::check_interrupted()?;
+
+    let server_cores: BTreeSet<usize> = procfs::parse_cores(&bench.server_cores)?;
+    let ticks0 = procfs::core_ticks(&server_cores)?;
+    let cpu0 = procfs::tree_cpu(server.pid());
+    let run = run_loadgen(bench, server.port, input.load, bench.duration, input.rate, input.tag)?;
+    let cpu1 = procfs::tree_cpu(server.pid());
+    let ticks1 = procfs::core_ticks(&server_cores)?;
+    rec.rss_after_kib = Some(procfs::tree_rss_kib(server.pid()));
+    crate::process::check_interrupted()?;
+
+    let reasons = void_reasons(&run, input.also_ok, false);
+    if let Some(rep) = &run.report {
+        rec.duration_s = Some(rep.duration_s);
+        rec.requests = Some(rep.responses);
+        rec.req_per_s = Some(rep.req_per_s);
+        let l = &rep.latency;
+        rec.latency_us = Some(LatencyUs { p50: l.p50_us, p99: l.p99_us, p999: l.p99_9_us, max: l.max_us });
+        rec.statuses = rep.status.clone();
+        let e = &rep.errors;
+        rec.errors = [
+            ("connect", e.connect),
+            ("read", e.read),
+            ("write", e.write),
+            ("timeout", e.timeout),
+            ("parse", e.parse),
+            ("closed", e.closed),
+            ("assertion", e.assertion),
+        ]
+        .into_iter()
+        .map(|(k, n)| (k.to_string(), n))
+        .collect();
+        rec.rate_achieved = rep.open_loop.as_ref().map(|o| o.achieved_rate);
+        let cpu_us = (cpu1.total_us() - cpu0.total_us()).max(0.0);
+        if rep.responses > 0 {
+            rec.server_cpu_us_per_resp = Some(cpu_us / rep.responses as f64);
+            rec.loader_cpu_us_per_resp = Some(rep.cpu.us_per_response);
+        }
+        let busy = procfs::busy_pct(ticks0, ticks1);
+        let wall_us = run.wall.as_secs_f64() * 1e6 * server_cores.len().max(1) as f64;
+        let own = 100.0 * cpu_us / wall_us.max(1.0);
+        rec.server_busy_pct = Some(busy);
+        rec.server_other_pct = Some((busy - own).max(0.0));
+        rec.loader_bound = (rec.kind == Kind::Closed).then_some(busy < LOADER_BOUND_PCT);
+    }
+    for r in reasons {
+        rec.void_because(r);
+    }
+    Ok(())
+}

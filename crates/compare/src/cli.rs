@@ -1,0 +1,275 @@
+//! compare's command line: the comparison itself (no subcommand), `compare floor` and `compare report`.
+//! Parsed values are resolved into a [`Config`] (defaults, `--quick`, paths) before anything starts; a bad
+//! value is one line on stderr and exit 64.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::runtimes::{self, Paths, Runtime};
+use crate::workloads::{self, Workload};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "compare",
+    version,
+    about = "Runs rust, bun, node and the floor per workload on pinned cores, checks they answer alike, measures \
+             them interleaved, and writes JSONL records plus a Markdown summary",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Cmd>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Serve one pre-serialized JSON response to every request: the floor runtime
+    Floor(FloorArgs),
+    /// Re-render the Markdown summary (and the SVGs) from recorded JSONL files
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct FloorArgs {
+    #[arg(long, env = "COMPARE_FLOOR_PORT", default_value_t = 3000)]
+    pub port: u16,
+    #[arg(long, env = "COMPARE_FLOOR_HOSTNAME", default_value = "127.0.0.1")]
+    pub hostname: String,
+    /// The JSON body every response carries.
+    #[arg(long, env = "COMPARE_FLOOR_BODY", default_value = "{}")]
+    pub body: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Record files written by compare (one JSON record per line).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Where to write the Markdown (the SVGs go next to it); default: the first file with `.md`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Comma list of hello-bare, hello-default, notes-read, notes-write, metadata (or `all`).
+    #[arg(long, env = "COMPARE_WORKLOADS", default_value = "all")]
+    pub workloads: String,
+    /// Comma list of rust, bun, node, floor (or `all`); rust's answers are the reference.
+    #[arg(long, env = "COMPARE_RUNTIMES", default_value = "all")]
+    pub runtimes: String,
+    /// Measured runs per cell, interleaved round by round [default: 3; --quick: 1].
+    #[arg(long, env = "COMPARE_RUNS")]
+    pub runs: Option<u32>,
+    /// Length of each measured run [default: 20s; --quick: 2s].
+    #[arg(long, env = "COMPARE_DURATION")]
+    pub duration: Option<String>,
+    /// Discarded warmup before each run, 0 to skip [default: 10s; --quick: 1s].
+    #[arg(long, env = "COMPARE_WARMUP")]
+    pub warmup: Option<String>,
+    /// Connections for every workload, instead of each workload's own (100, 50 for notes-write, 128 for metadata).
+    #[arg(long, env = "COMPARE_CONNECTIONS")]
+    pub connections: Option<u32>,
+    /// taskset list for the server under test.
+    #[arg(long, env = "COMPARE_SERVER_CORES", default_value = "0")]
+    pub server_cores: String,
+    /// taskset list for loadgen and compare itself.
+    #[arg(long, env = "COMPARE_LOADER_CORES", default_value = "1")]
+    pub loader_cores: String,
+    /// taskset list for the PostgreSQL and Redis compare starts.
+    #[arg(long, env = "COMPARE_DB_CORES", default_value = "1")]
+    pub db_cores: String,
+    /// Cold starts (exec→first 200) per runtime and workload [default: 15; --quick: 2].
+    #[arg(long, env = "COMPARE_STARTUP_RUNS")]
+    pub startup_runs: Option<u32>,
+    /// Open-loop rate for the latency tails, req/s; 0 skips them [default: half the slowest runtime's median
+    /// closed-loop req/s].
+    #[arg(long, env = "COMPARE_TAIL_RATE")]
+    pub tail_rate: Option<f64>,
+    /// Where the .jsonl, .md and .svg files go [default: <repo>/bench/results].
+    #[arg(long, env = "COMPARE_OUT_DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Use this PostgreSQL (its databases named compare_* are created and dropped) instead of starting one.
+    #[arg(long, env = "COMPARE_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Use this Redis instead of starting one.
+    #[arg(long, env = "COMPARE_REDIS_URL")]
+    pub redis_url: Option<String>,
+    /// A smoke run: 1 s warmup, one 2 s run, 2 cold starts, 20000 metadata rows (explicit flags win).
+    #[arg(long, env = "COMPARE_QUICK")]
+    pub quick: bool,
+    /// Directory of flight-rs, scribe-rs, metadata-rs and loadgen [default: $CARGO_TARGET_DIR/release or
+    /// <repo>/target/release].
+    #[arg(long, env = "COMPARE_BIN_DIR")]
+    pub bin_dir: Option<PathBuf>,
+    /// The workspace root (bench/peers lives there) [default: found from the current directory upwards].
+    #[arg(long, env = "COMPARE_REPO")]
+    pub repo: Option<PathBuf>,
+    /// Rows of the generated metadata dataset [default: 100000; --quick: 20000].
+    #[arg(long, env = "COMPARE_ROWS")]
+    pub rows: Option<u64>,
+    /// Notes seeded for notes-read.
+    #[arg(long, env = "COMPARE_SEED_NOTES", default_value_t = 1000)]
+    pub seed_notes: u32,
+    /// loadgen's per-request timeout; any timeout voids the run.
+    #[arg(long, env = "COMPARE_REQUEST_TIMEOUT", default_value = "5s")]
+    pub request_timeout: String,
+}
+
+/// Everything a comparison needs, resolved.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub paths: Paths,
+    pub workloads: Vec<Workload>,
+    pub runtimes: Vec<Runtime>,
+    pub runs: u32,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub connections: Option<u32>,
+    pub server_cores: String,
+    pub loader_cores: String,
+    pub db_cores: String,
+    pub startup_runs: u32,
+    /// `None`: half the slowest runtime's median closed-loop req/s; `Some(0)`: no open-loop runs.
+    pub tail_rate: Option<f64>,
+    pub out_dir: PathBuf,
+    pub database_url: Option<String>,
+    pub redis_url: Option<String>,
+    pub rows: u64,
+    pub seed_notes: u32,
+    pub request_timeout: Duration,
+    /// compare's argv, recorded in every record.
+    pub command: Vec<String>,
+}
+
+fn parse_dur(flag: &str, raw: &str) -> anyhow::Result<Duration> {
+    loadgen::cli::parse_duration(raw).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
+}
+
+/// The workspace root: the first directory from `start` upwards with bench/peers and a Cargo.toml, else the
+/// one this binary was built from.
+pub fn find_repo(start: &Path) -> PathBuf {
+    let is_repo = |d: &Path| d.join("bench/peers").is_dir() && d.join("Cargo.toml").is_file();
+    if let Some(found) = start.ancestors().find(|d| is_repo(d)) {
+        return found.to_path_buf();
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    if is_repo(&built) { built.canonicalize().unwrap_or(built) } else { start.to_path_buf() }
+}
+
+impl RunArgs {
+    /// Defaults, `--quick` and paths applied; `compare_exe` is the binary the floor runs.
+    pub fn resolve(&self, command: Vec<String>, compare_exe: PathBuf) -> anyhow::Result<Config> {
+        let cwd = std::env::current_dir().context("current directory")?;
+        let repo = match &self.repo {
+            Some(r) => cwd.join(r),
+            None => find_repo(&cwd),
+        };
+        let bin_dir = match &self.bin_dir {
+            Some(b) => cwd.join(b),
+            None => runtimes::default_bin_dir(&repo, std::env::var_os("CARGO_TARGET_DIR").as_deref().map(Path::new)),
+        };
+        let q = self.quick;
+        let runs = self.runs.unwrap_or(if q { 1 } else { 3 });
+        if runs == 0 {
+            bail!("--runs must be at least 1");
+        }
+        let duration = parse_dur("duration", self.duration.as_deref().unwrap_or(if q { "2s" } else { "20s" }))?;
+        if duration < Duration::from_millis(100) {
+            bail!("--duration must be at least 100ms");
+        }
+        let warmup = parse_dur("warmup", self.warmup.as_deref().unwrap_or(if q { "1s" } else { "10s" }))?;
+        let request_timeout = parse_dur("request-timeout", &self.request_timeout)?;
+        if self.connections == Some(0) {
+            bail!("--connections must be at least 1");
+        }
+        if self.tail_rate.is_some_and(|rate| !rate.is_finite() || rate < 0.0) {
+            bail!("--tail-rate must be a non-negative number");
+        }
+        let server = crate::procfs::parse_cores(&self.server_cores).context("--server-cores")?;
+        let loader = crate::procfs::parse_cores(&self.loader_cores).context("--loader-cores")?;
+        crate::procfs::parse_cores(&self.db_cores).context("--db-cores")?;
+        if !server.is_disjoint(&loader) {
+            eprintln!("warning: server and loader cores overlap; figures will mix server and loader work");
+        }
+        if self.seed_notes < 2 {
+            bail!("--seed-notes must be at least 2");
+        }
+        let rows = self.rows.unwrap_or(if q { 20_000 } else { 100_000 });
+        if rows < 100 {
+            bail!("--rows must be at least 100");
+        }
+        Ok(Config {
+            paths: Paths { repo: repo.clone(), bin_dir, compare_exe },
+            workloads: workloads::parse_list(&self.workloads)?,
+            runtimes: runtimes::parse_list(&self.runtimes)?,
+            runs,
+            duration,
+            warmup,
+            connections: self.connections,
+            server_cores: self.server_cores.clone(),
+            loader_cores: self.loader_cores.clone(),
+            db_cores: self.db_cores.clone(),
+            startup_runs: self.startup_runs.unwrap_or(if q { 2 } else { 15 }),
+            tail_rate: self.tail_rate,
+            out_dir: self.out_dir.as_ref().map_or_else(|| repo.join("bench/results"), |d| cwd.join(d)),
+            database_url: self.database_url.clone(),
+            redis_url: self.redis_url.clone(),
+            rows,
+            seed_notes: self.seed_notes,
+            request_timeout,
+            command,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> anyhow::Result<Config> {
+        let cli = Cli::try_parse_from(std::iter::once("compare").chain(args.iter().copied()))?;
+        cli.run.resolve(vec!["compare".into()], "/bin/compare".into())
+    }
+
+    #[test]
+    fn defaults_and_quick() {
+        let c = parse(&[]).expect("defaults");
+        assert_eq!(
+            (c.runs, c.duration, c.warmup, c.startup_runs, c.rows),
+            (3, Duration::from_secs(20), Duration::from_secs(10), 15, 100_000)
+        );
+        assert_eq!(c.workloads.len(), 5);
+        assert_eq!(c.runtimes, runtimes::ALL.to_vec());
+        let q = parse(&["--quick"]).expect("quick");
+        assert_eq!(
+            (q.runs, q.duration, q.warmup, q.startup_runs, q.rows),
+            (1, Duration::from_secs(2), Duration::from_secs(1), 2, 20_000)
+        );
+        let q = parse(&["--quick", "--runs", "2", "--warmup", "0"]).expect("quick with flags");
+        assert_eq!((q.runs, q.warmup), (2, Duration::ZERO));
+    }
+
+    #[test]
+    fn bad_values() {
+        assert!(parse(&["--runs", "0"]).is_err());
+        assert!(parse(&["--duration", "soon"]).is_err());
+        assert!(parse(&["--server-cores", "x"]).is_err());
+        assert!(parse(&["--workloads", "hello"]).is_err());
+        assert!(parse(&["--tail-rate", "-1"]).is_err());
+    }
+
+    #[test]
+    fn subcommands() {
+        let cli = Cli::try_parse_from(["compare", "floor", "--port", "0", "--body", "{\"a\":1}"]).expect("floor");
+        assert!(matches!(cli.command, Some(Cmd::Floor(FloorArgs { port: 0, .. }))));
+        let cli = Cli::try_parse_from(["compare", "report", "a.jsonl", "b.jsonl"]).expect("report");
+        assert!(matches!(cli.command, Some(Cmd::Report(ReportArgs { ref files, .. })) if files.len() == 2));
+        assert!(Cli::try_parse_from(["compare", "report"]).is_err());
+    }
+}

@@ -1,0 +1,29 @@
+//! compare: one command that measures our Rust servers against the Bun and Node peers (and the floor, a
+//! server that only writes pre-serialized bytes) per workload, on pinned cores, the way DESIGN.md's
+//! measurement rules ask: every runtime must answer the probe set exactly as rust does before it is timed;
+//! runs are interleaved round by round; server CPU per response comes from /proc over the whole process tree;
+//! any non-2xx or socket error voids a run. One JSON record per run is appended to
+//! `bench/results/<UTC stamp>-<hostname>.jsonl` (schemas/compare/record.schema.json), and a Markdown summary
+//! plus an SVG per workload are written next to it.
+//!
+//! ```text
+//! bash bench/setup.sh && bash scripts/install-test-deps.sh
+//! target/release/compare --quick                       # a smoke run of every workload
+//! target/release/compare --workloads hello-bare,metadata --runtimes rust,bun
+//! target/release/compare report bench/results/*.jsonl  # re-render the summary
+//! ```
+
+pub mod cells;
+pub mod charts;
+pub mod cli;
+pub mod deps;
+pub mod floor;
+pub mod http;
+pub mod process;
+pub mod procfs;
+pub mod progress;
+pub mod records;
+pub mod report;
+pub mod run;
+pub mod runtimes;
+pub mod workloads;

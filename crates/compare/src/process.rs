@@ -1,0 +1,208 @@
+//! compare's children (servers, loadgen), each started in its own process group and registered while it
+//! lives, so an error, a panic or Ctrl-C/SIGTERM kills every one of them and whatever they spawned (a Node
+//! cluster's workers, a shell's background job), by process group and only those groups.
+//!
+//! Why process groups: a server's tree is ours to clean up even when its leader exits first, and a terminal
+//! Ctrl-C goes to the terminal's foreground group, so it reaches compare and not the servers: compare stops
+//! them itself, in order, and records nothing half-measured.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process_group};
+
+/// Process groups (the leader's pid) of children not yet reaped. A pid stays ours until it is reaped, and
+/// reaping happens under this lock, so the signal thread never signals a recycled pid.
+static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// How long a SIGKILLed child may take to be reaped before we give up on it (and say so).
+const REAP_GRACE: Duration = Duration::from_secs(5);
+
+fn live() -> MutexGuard<'static, BTreeSet<i32>> {
+    // A panic while holding the lock leaves the set itself consistent (inserts and removes are atomic).
+    LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn kill_group(pgid: i32) {
+    if let Some(pid) = Pid::from_raw(pgid) {
+        // ESRCH (already gone) is the common case and fine.
+        let _ = kill_process_group(pid, Signal::KILL);
+    }
+}
+
+/// True once SIGINT/SIGTERM/SIGHUP arrived: long loops check it and stop.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// An error when interrupted, for `?` at every step boundary.
+pub fn check_interrupted() -> anyhow::Result<()> {
+    if interrupted() { Err(anyhow::anyhow!("interrupted")) } else { Ok(()) }
+}
+
+/// Number of children started and not yet reaped (the tests check it returns to zero).
+pub fn live_count() -> usize {
+    live().len()
+}
+
+/// SIGKILL to every live child's process group.
+pub fn kill_all() {
+    for pgid in live().iter() {
+        kill_group(*pgid);
+    }
+}
+
+/// Installs the SIGINT/SIGTERM/SIGHUP handler: the first signal sets the interrupted flag and kills every
+/// registered child, so whatever the main thread is waiting on returns and it unwinds normally (dropping the
+/// dependencies it started); a second signal exits at once.
+pub fn install_signal_handler() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
+    // Registered before returning, so a signal right after startup is already ours.
+    let (mut int, mut term, mut hup) = rt.block_on(async {
+        Ok::<_, io::Error>((
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::hangup())?,
+        ))
+    })?;
+    std::thread::Builder::new().name("compare-signals".into()).spawn(move || {
+        rt.block_on(async move {
+            loop {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                    _ = hup.recv() => {}
+                }
+                let again = INTERRUPTED.swap(true, Ordering::SeqCst);
+                kill_all();
+                if again {
+                    eprintln!("compare: second signal: exiting now");
+                    std::process::exit(130);
+                }
+                eprintln!("compare: interrupted: stopping children (signal again to exit at once)");
+            }
+        })
+    })?;
+    Ok(())
+}
+
+/// Kills every registered child before the default panic output (release builds abort on panic, so no
+/// destructor would run).
+pub fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        // try_lock: the panicking thread may itself hold the lock.
+        match LIVE.try_lock() {
+            Ok(set) => set.iter().for_each(|pgid| kill_group(*pgid)),
+            Err(TryLockError::Poisoned(p)) => p.into_inner().iter().for_each(|pgid| kill_group(*pgid)),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        default(info);
+    }));
+}
+
+/// One child in its own process group, killed (group and all) when dropped.
+#[derive(Debug)]
+pub struct Spawned {
+    child: Child,
+    pgid: i32,
+    status: Option<ExitStatus>,
+    name: String,
+}
+
+impl Spawned {
+    /// Spawns `cmd` as the leader of a new process group and registers it. Refused once interrupted.
+    pub fn spawn(mut cmd: Command, name: &str) -> io::Result<Spawned> {
+        cmd.process_group(0);
+        // Spawn under the lock: a signal between spawn and registration would miss the child.
+        let mut live = live();
+        if interrupted() {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+        }
+        let child = cmd.spawn()?;
+        let pgid = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
+        live.insert(pgid);
+        Ok(Spawned { child, pgid, status: None, name: name.to_string() })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The exit status once the leader exited (reaping it); anything left in its group is killed then.
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        if let Some(status) = self.status {
+            return Ok(Some(status));
+        }
+        let mut live = live();
+        let status = self.child.try_wait()?;
+        if let Some(status) = status {
+            // The group id cannot be reused while members remain, so this reaches only our leftovers.
+            kill_group(self.pgid);
+            live.remove(&self.pgid);
+            self.status = Some(status);
+        }
+        Ok(status)
+    }
+
+    /// Waits up to `limit` for the leader to exit; `None` if it still runs.
+    pub fn wait_timeout(&mut self, limit: Duration) -> io::Result<Option<ExitStatus>> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.try_wait()? {
+                return Ok(Some(status));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            // Coarse on purpose: this thread runs on the loader's core.
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// SIGKILL to the whole group, then reap the leader (bounded). Safe to call more than once.
+    pub fn kill(&mut self) -> Option<ExitStatus> {
+        if self.status.is_some() {
+            return self.status;
+        }
+        let mut live = live();
+        kill_group(self.pgid);
+        let deadline = Instant::now() + REAP_GRACE;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => {
+                    self.status = Some(status);
+                    break;
+                }
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+                Ok(None) => {
+                    eprintln!("warning: {} (pid {}) survived SIGKILL for {REAP_GRACE:?}", self.name, self.pgid);
+                    break;
+                }
+                Err(e) => {
+                    eprintln!("warning: waiting for {} (pid {}): {e}", self.name, self.pgid);
+                    break;
+                }
+            }
+        }
+        live.remove(&self.pgid);
+        self.status
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,174 @@
+//! What /proc says about a server: the CPU time and RSS of its whole process tree (a Node cluster's primary
+//! and workers, a shell wrapper and its child) and how busy the server's cores were.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{Context, bail};
+
+/// Clock ticks per second: the unit of /proc/<pid>/stat's CPU times and /proc/stat's counters.
+pub fn clock_ticks() -> u64 {
+    rustix::param::clock_ticks_per_second().max(1)
+}
+
+/// The fields after `comm` in /proc/<pid>/stat (index 0 is field 3, the state). `comm` may hold spaces and
+/// parentheses, so split after the last ')'.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let raw = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &raw[raw.rfind(')')? + 1..];
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// The state letter of a process (R, S, Z…), `None` when it does not exist.
+pub fn process_state(pid: u32) -> Option<char> {
+    stat_fields(pid)?.first()?.chars().next()
+}
+
+/// `pid` and all its descendants, through /proc/<p>/task/*/children (children of every thread).
+pub fn process_tree(pid: u32) -> Vec<u32> {
+    let mut seen = Vec::new();
+    let mut stack = vec![pid];
+    while let Some(p) = stack.pop() {
+        if seen.contains(&p) {
+            continue;
+        }
+        seen.push(p);
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else { continue };
+        for task in tasks.flatten() {
+            if let Ok(children) = std::fs::read_to_string(task.path().join("children")) {
+                stack.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+            }
+        }
+    }
+    seen
+}
+
+/// CPU time of a process tree, in µs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TreeCpu {
+    pub user_us: f64,
+    pub sys_us: f64,
+}
+
+impl TreeCpu {
+    pub fn total_us(&self) -> f64 {
+        self.user_us + self.sys_us
+    }
+}
+
+/// utime + stime of every process in the tree. Processes that exit in between take their time with them,
+/// as with any /proc sampling; servers under test do not fork per request.
+pub fn tree_cpu(pid: u32) -> TreeCpu {
+    let tick_us = 1e6 / clock_ticks() as f64;
+    let mut cpu = TreeCpu::default();
+    for p in process_tree(pid) {
+        if let Some(f) = stat_fields(p) {
+            // Fields 14 and 15 (utime, stime) are at 11 and 12 counting from field 3.
+            let get = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) as f64;
+            cpu.user_us += get(11) * tick_us;
+            cpu.sys_us += get(12) * tick_us;
+        }
+    }
+    cpu
+}
+
+/// VmRSS summed over the tree, KiB (a Node cluster's primary counts too).
+pub fn tree_rss_kib(pid: u32) -> u64 {
+    process_tree(pid).into_iter().map(|p| rss_kib(&format!("/proc/{p}/status"))).sum()
+}
+
+fn rss_kib(status_path: &str) -> u64 {
+    let Ok(status) = std::fs::read_to_string(status_path) else { return 0 };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Summed /proc/stat counters (ticks) of some cores.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CoreTicks {
+    pub total: u64,
+    pub idle: u64,
+}
+
+pub fn core_ticks(cores: &BTreeSet<usize>) -> anyhow::Result<CoreTicks> {
+    core_ticks_from(Path::new("/proc/stat"), cores)
+}
+
+fn core_ticks_from(path: &Path, cores: &BTreeSet<usize>) -> anyhow::Result<CoreTicks> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut acc = CoreTicks::default();
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        let Some(name) = parts.next() else { continue };
+        let Some(Ok(cpu)) = name.strip_prefix("cpu").filter(|n| !n.is_empty()).map(str::parse::<usize>) else {
+            continue;
+        };
+        if !cores.contains(&cpu) {
+            continue;
+        }
+        // user nice system idle iowait irq softirq steal (guest time is already inside user and nice).
+        let v: Vec<u64> = parts.take(8).map(|x| x.parse().unwrap_or(0)).collect();
+        acc.total += v.iter().sum::<u64>();
+        acc.idle += v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+    }
+    Ok(acc)
+}
+
+/// Share of the cores' time between two snapshots that was not idle, in percent.
+pub fn busy_pct(before: CoreTicks, after: CoreTicks) -> f64 {
+    let total = after.total.saturating_sub(before.total).max(1);
+    let idle = after.idle.saturating_sub(before.idle);
+    100.0 - 100.0 * idle as f64 / total as f64
+}
+
+/// taskset's list syntax: `0`, `0,2`, `1-3`.
+pub fn parse_cores(text: &str) -> anyhow::Result<BTreeSet<usize>> {
+    let mut cores = BTreeSet::new();
+    for part in text.split(',').map(str::trim) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let (lo, hi): (usize, usize) = match (lo.trim().parse(), hi.trim().parse()) {
+            (Ok(lo), Ok(hi)) if lo <= hi => (lo, hi),
+            _ => bail!("bad core list {text:?} (use e.g. 0, 0,2 or 1-3)"),
+        };
+        cores.extend(lo..=hi);
+    }
+    Ok(cores)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_lists() {
+        assert_eq!(parse_cores("0").ok(), Some(BTreeSet::from([0])));
+        assert_eq!(parse_cores("0,2-3").ok(), Some(BTreeSet::from([0, 2, 3])));
+        assert!(parse_cores("").is_err());
+        assert!(parse_cores("3-1").is_err());
+        assert!(parse_cores("a").is_err());
+    }
+
+    #[test]
+    fn own_tree_is_visible() {
+        let me = std::process::id();
+        assert!(process_tree(me).contains(&me));
+        assert!(tree_rss_kib(me) > 0);
+        assert!(process_state(me).is_some());
+    }
+
+    #[test]
+    fn stat_counters_add_up() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("stat");
+        let text = "cpu  1 1 1 1 1 1 1 1 0 0\ncpu0 10 0 5 80 5 0 0 0 0 0\ncpu1 1 2 3 4 5 6 7 8 0 0\nintr 1\n";
+        std::fs::write(&path, text).expect("write stat");
+        let t = core_ticks_from(&path, &BTreeSet::from([0])).expect("parse stat");
+        assert_eq!(t, CoreTicks { total: 100, idle: 85 });
+        let before = CoreTicks { total: 0, idle: 0 };
+        assert!((busy_pct(before, CoreTicks { total: 100, idle: 25 }) - 75.0).abs() < 1e-9);
+    }
+}

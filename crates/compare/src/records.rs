@@ -1,0 +1,248 @@
+//! The record: one JSON line per run (closed, open, startup) or per cell check, appended to
+//! `<out-dir>/<UTC stamp>-<hostname>.jsonl` as soon as it is measured, so an interrupted comparison keeps
+//! what it measured. Schema: schemas/compare/record.schema.json. Every field is always present; what does
+//! not apply is null.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+
+/// Bumped when a field changes meaning; `compare report` refuses other versions.
+pub const SCHEMA: &str = "compare-record/1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A cell's first start: exec→first 200, idle RSS, and the probe set compared with the reference.
+    Check,
+    /// One cold start: exec→first 200.
+    Startup,
+    /// Closed-loop load (like wrk).
+    Closed,
+    /// Open-loop load at a fixed rate, for latency tails.
+    Open,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Check => "check",
+            Kind::Startup => "startup",
+            Kind::Closed => "closed",
+            Kind::Open => "open",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    pub hostname: String,
+    pub cpus: u32,
+    pub cpu_model: Option<String>,
+    pub kernel: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layout {
+    pub server_cores: String,
+    pub loader_cores: String,
+    pub db_cores: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyUs {
+    pub p50: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub schema: String,
+    /// One per invocation: `<UTC stamp>-<hostname>`, the JSONL file's stem.
+    pub run_id: String,
+    /// When this run (or check, or start) began, RFC 3339 UTC.
+    pub started_at: String,
+    /// compare's argv, exactly.
+    pub command: Vec<String>,
+    pub machine: Machine,
+    pub layout: Layout,
+    pub workload: String,
+    pub runtime: String,
+    pub runtime_version: Option<String>,
+    pub kind: Kind,
+    /// Interleaved round (1-based); the start's index for startup records; 0 for checks.
+    pub round: u32,
+    pub connections: Option<u32>,
+    pub duration_s: Option<f64>,
+    /// Open loop: the target rate, requests per second.
+    pub rate: Option<f64>,
+    /// Open loop: the rate loadgen achieved.
+    pub rate_achieved: Option<f64>,
+    pub requests: Option<u64>,
+    pub req_per_s: Option<f64>,
+    pub latency_us: Option<LatencyUs>,
+    /// Responses per status code.
+    pub statuses: BTreeMap<u16, u64>,
+    /// loadgen's errors by kind (connect, read, write, timeout, parse, closed, assertion).
+    pub errors: BTreeMap<String, u64>,
+    /// utime+stime of the server's whole process tree over the window, per response.
+    pub server_cpu_us_per_resp: Option<f64>,
+    /// Non-idle share of the server cores over the window (/proc/stat), percent.
+    pub server_busy_pct: Option<f64>,
+    /// Of that, the part not used by the server's tree (other processes, steal): contention.
+    pub server_other_pct: Option<f64>,
+    /// Closed loop with the server cores under 90% busy: the loader, not the server, set the req/s.
+    pub loader_bound: Option<bool>,
+    pub loader_cpu_us_per_resp: Option<f64>,
+    pub rss_idle_kib: Option<u64>,
+    pub rss_after_kib: Option<u64>,
+    pub startup_ms: Option<f64>,
+    pub void: bool,
+    pub void_reason: Option<String>,
+}
+
+/// What every record of one invocation shares.
+#[derive(Debug, Clone)]
+pub struct RunMeta {
+    pub run_id: String,
+    pub command: Vec<String>,
+    pub machine: Machine,
+    pub layout: Layout,
+}
+
+impl Record {
+    /// A record with every measurement empty.
+    pub fn new(meta: &RunMeta, workload: &str, runtime: &str, version: Option<&str>, kind: Kind, round: u32) -> Record {
+        Record {
+            schema: SCHEMA.to_string(),
+            run_id: meta.run_id.clone(),
+            started_at: now_rfc3339(),
+            command: meta.command.clone(),
+            machine: meta.machine.clone(),
+            layout: meta.layout.clone(),
+            workload: workload.to_string(),
+            runtime: runtime.to_string(),
+            runtime_version: version.map(str::to_string),
+            kind,
+            round,
+            connections: None,
+            duration_s: None,
+            rate: None,
+            rate_achieved: None,
+            requests: None,
+            req_per_s: None,
+            latency_us: None,
+            statuses: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            server_cpu_us_per_resp: None,
+            server_busy_pct: None,
+            server_other_pct: None,
+            loader_bound: None,
+            loader_cpu_us_per_resp: None,
+            rss_idle_kib: None,
+            rss_after_kib: None,
+            startup_ms: None,
+            void: false,
+            void_reason: None,
+        }
+    }
+
+    /// Marks the record void, keeping every reason.
+    pub fn void_because(&mut self, reason: impl Into<String>) {
+        let reason = reason.into();
+        self.void = true;
+        self.void_reason = Some(match self.void_reason.take() {
+            Some(prev) => format!("{prev}; {reason}"),
+            None => reason,
+        });
+    }
+}
+
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Appends records to a JSONL file, one line each, flushed at once.
+#[derive(Debug)]
+pub struct Sink {
+    path: PathBuf,
+    file: File,
+}
+
+impl Sink {
+    pub fn create(path: &Path) -> anyhow::Result<Sink> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        Ok(Sink { path: path.to_path_buf(), file })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn append(&mut self, record: &Record) -> anyhow::Result<()> {
+        let mut line = serde_json::to_vec(record)?;
+        line.push(b'\n');
+        self.file.write_all(&line).with_context(|| format!("writing {}", self.path.display()))?;
+        self.file.flush()?;
+        Ok(())
+    }
+}
+
+/// Every record of the files, in order. Blank lines are skipped; anything else that is not a record of
+/// this schema is an error naming the file and line.
+pub fn read_jsonl(paths: &[PathBuf]) -> anyhow::Result<Vec<Record>> {
+    let mut out = Vec::new();
+    for path in paths {
+        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        for (i, line) in BufReader::new(file).lines().enumerate() {
+            let line = line.with_context(|| format!("reading {}", path.display()))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let value: serde_json::Value =
+                serde_json::from_str(&line).with_context(|| format!("{}:{}: not JSON", path.display(), i + 1))?;
+            if value.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA) {
+                bail!("{}:{}: not a {SCHEMA} record", path.display(), i + 1);
+            }
+            let record: Record = serde_json::from_value(value)
+                .with_context(|| format!("{}:{}: malformed record", path.display(), i + 1))?;
+            out.push(record);
+        }
+    }
+    Ok(out)
+}
+
+/// The machine as /proc describes it.
+pub fn machine_info() -> Machine {
+    let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).ok();
+    let hostname = read("/proc/sys/kernel/hostname").filter(|h| !h.is_empty()).unwrap_or_else(|| "unknown".into());
+    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string());
+    let cpus = cpuinfo.lines().filter(|l| l.starts_with("processor")).count() as u32;
+    let cpus = if cpus > 0 { cpus } else { std::thread::available_parallelism().map_or(1, |n| n.get() as u32) };
+    let kernel = format!(
+        "{} {}",
+        read("/proc/sys/kernel/ostype").unwrap_or_else(|| "Linux".into()),
+        read("/proc/sys/kernel/osrelease").unwrap_or_default()
+    )
+    .trim()
+    .to_string();
+    Machine { hostname, cpus, cpu_model, kernel }
+}

@@ -1,0 +1,437 @@
+//! The Markdown summary (and the SVG per workload), rendered from records alone, so `compare report
+//! FILE.jsonl…` gives exactly what the run printed. Medians with their min–max, never a lone figure; ratios
+//! are medians of per-round ratios (both runs in the same interleaved round), which travel across machines
+//! better than absolute figures.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::charts;
+use crate::records::{Kind, Record};
+
+/// Median, min and max of some runs' values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: usize,
+}
+
+pub fn spread(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
+    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    Some(Spread { median, min: v[0], max: v[n - 1], n })
+}
+
+/// One runtime in one workload, summarized.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellSummary {
+    pub runtime: String,
+    pub version: Option<String>,
+    /// The cell's check voided it: nothing else was measured.
+    pub void_cell: Option<String>,
+    pub req_per_s: Option<Spread>,
+    pub cpu_us_per_resp: Option<Spread>,
+    pub p99_us: Option<Spread>,
+    pub rss_idle_kib: Option<Spread>,
+    pub rss_after_kib: Option<Spread>,
+    pub startup_ms: Option<Spread>,
+    pub loader_bound: bool,
+    pub contended: bool,
+    pub closed_valid: usize,
+    pub closed_total: usize,
+    pub open: Option<OpenSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenSummary {
+    pub rate: Option<f64>,
+    pub achieved: Option<Spread>,
+    pub p50_us: Option<Spread>,
+    pub p99_us: Option<Spread>,
+    pub p999_us: Option<Spread>,
+    pub max_us: Option<Spread>,
+    pub valid: usize,
+    pub total: usize,
+}
+
+fn ordered<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in items {
+        if !out.iter().any(|o| o == s) {
+            out.push(s.to_string());
+        }
+    }
+    out
+}
+
+/// Workloads in the order first recorded.
+pub fn workloads(records: &[Record]) -> Vec<String> {
+    ordered(records.iter().map(|r| r.workload.as_str()))
+}
+
+pub fn summarize(records: &[Record], workload: &str) -> Vec<CellSummary> {
+    let mine: Vec<&Record> = records.iter().filter(|r| r.workload == workload).collect();
+    let runtimes = ordered(mine.iter().map(|r| r.runtime.as_str()));
+    runtimes
+        .into_iter()
+        .map(|rt| {
+            let of = |k: Kind| mine.iter().filter(|r| r.runtime == rt && r.kind == k).copied().collect::<Vec<_>>();
+            let checks = of(Kind::Check);
+            let void_cell = checks.iter().rev().find(|c| c.void).map(|c| c.void_reason.clone().unwrap_or_default());
+            let closed = of(Kind::Closed);
+            let ok: Vec<&Record> = closed.iter().filter(|r| !r.void).copied().collect();
+            let startups = of(Kind::Startup);
+            let open = of(Kind::Open);
+            let open_ok: Vec<&Record> = open.iter().filter(|r| !r.void).copied().collect();
+            let version = mine.iter().filter(|r| r.runtime == rt).find_map(|r| r.runtime_version.clone());
+            let majority =
+                |f: &dyn Fn(&Record) -> bool| !ok.is_empty() && ok.iter().filter(|r| f(r)).count() * 2 > ok.len();
+            let rss_idle = spread(ok.iter().filter_map(|r| r.rss_idle_kib).map(|v| v as f64))
+                .or_else(|| spread(checks.iter().filter_map(|r| r.rss_idle_kib).map(|v| v as f64)));
+            CellSummary {
+                version,
+                void_cell,
+                req_per_s: spread(ok.iter().filter_map(|r| r.req_per_s)),
+                cpu_us_per_resp: spread(ok.iter().filter_map(|r| r.server_cpu_us_per_resp)),
+                p99_us: spread(ok.iter().filter_map(|r| r.latency_us.map(|l| l.p99 as f64))),
+                rss_idle_kib: rss_idle,
+                rss_after_kib: spread(ok.iter().filter_map(|r| r.rss_after_kib).map(|v| v as f64)),
+                startup_ms: spread(startups.iter().filter(|r| !r.void).filter_map(|r| r.startup_ms)),
+                loader_bound: majority(&|r| r.loader_bound == Some(true)),
+                contended: majority(&|r| r.server_other_pct.is_some_and(|o| o >= 10.0)),
+                closed_valid: ok.len(),
+                closed_total: closed.len(),
+                open: (!open.is_empty()).then(|| OpenSummary {
+                    rate: open.iter().find_map(|r| r.rate),
+                    achieved: spread(open_ok.iter().filter_map(|r| r.rate_achieved)),
+                    p50_us: spread(open_ok.iter().filter_map(|r| r.latency_us.map(|l| l.p50 as f64))),
+                    p99_us: spread(open_ok.iter().filter_map(|r| r.latency_us.map(|l| l.p99 as f64))),
+                    p999_us: spread(open_ok.iter().filter_map(|r| r.latency_us.map(|l| l.p999 as f64))),
+                    max_us: spread(open_ok.iter().filter_map(|r| r.latency_us.map(|l| l.max as f64))),
+                    valid: open_ok.len(),
+                    total: open.len(),
+                }),
+                runtime: rt,
+            }
+        })
+        .collect()
+}
+
+/// Median over rounds of `metric(num) / metric(den)`, from valid closed runs in the same round.
+pub fn per_round_ratio(
+    records: &[Record],
+    workload: &str,
+    num: &str,
+    den: &str,
+    metric: fn(&Record) -> Option<f64>,
+) -> Option<Spread> {
+    // (run, round) → (numerator's value, denominator's value).
+    type Pair = (Option<f64>, Option<f64>);
+    let mut by_round: BTreeMap<(&str, u32), Pair> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.workload == workload && r.kind == Kind::Closed && !r.void) {
+        let slot = by_round.entry((r.run_id.as_str(), r.round)).or_default();
+        if r.runtime == num {
+            slot.0 = metric(r);
+        }
+        if r.runtime == den {
+            slot.1 = metric(r);
+        }
+    }
+    spread(by_round.values().filter_map(|(a, b)| match (a, b) {
+        (Some(a), Some(b)) if *b > 0.0 => Some(a / b),
+        _ => None,
+    }))
+}
+
+fn rps(r: &Record) -> Option<f64> {
+    r.req_per_s
+}
+
+fn cpu(r: &Record) -> Option<f64> {
+    r.server_cpu_us_per_resp
+}
+
+/// `1234567.8` → `1,234,568` (digits after the point as asked).
+pub fn num(v: f64, digits: usize) -> String {
+    let s = format!("{:.*}", digits, v.abs());
+    let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
+    let mut grouped = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    let sign = if v < 0.0 && s.chars().any(|c| c.is_ascii_digit() && c != '0') { "-" } else { "" };
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
+    }
+}
+
+fn fmt_spread(s: Option<Spread>, digits: usize, scale: f64) -> String {
+    match s {
+        None => "—".into(),
+        Some(s) if s.n == 1 => num(s.median * scale, digits),
+        Some(s) => {
+            format!("{} ({}–{})", num(s.median * scale, digits), num(s.min * scale, digits), num(s.max * scale, digits))
+        }
+    }
+}
+
+fn fmt_median(s: Option<Spread>, digits: usize, scale: f64) -> String {
+    s.map_or("—".into(), |s| num(s.median * scale, digits))
+}
+
+/// A reason fit for one table cell.
+fn cell_text(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// The charts' bars for one workload: runtimes with valid closed runs.
+pub fn bars(summary: &[CellSummary]) -> Vec<charts::Bar> {
+    summary
+        .iter()
+        .filter_map(|c| {
+            let r = c.req_per_s?;
+            Some(charts::Bar {
+                runtime: c.runtime.clone(),
+                req_per_s: r.median,
+                req_per_s_min: r.min,
+                req_per_s_max: r.max,
+                cpu_us_per_resp: c.cpu_us_per_resp.map(|s| s.median),
+            })
+        })
+        .collect()
+}
+
+/// The SVG file for a workload, next to the Markdown.
+pub fn svg_path(md: &Path, workload: &str) -> PathBuf {
+    let stem = md.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    md.with_file_name(format!("{stem}-{workload}.svg"))
+}
+
+/// The whole Markdown document. `svg_dir_name`: link each workload's chart by this file stem.
+pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
+    let mut out = String::new();
+    let workloads = workloads(records);
+    let _ =
+        writeln!(out, "# compare: {}\n", if workloads.is_empty() { "no records".into() } else { workloads.join(", ") });
+    let mut runs: Vec<&Record> = Vec::new();
+    for r in records {
+        if !runs.iter().any(|x| x.run_id == r.run_id) {
+            runs.push(r);
+        }
+    }
+    for r in &runs {
+        let m = &r.machine;
+        let _ = writeln!(out, "- run `{}`, started {}", r.run_id, r.started_at);
+        let _ = writeln!(out, "- command: `{}`", shell_join(&r.command));
+        let _ = writeln!(
+            out,
+            "- machine: {}, {} CPUs, {} (host {})",
+            m.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            m.cpus,
+            m.kernel,
+            m.hostname
+        );
+        let l = &r.layout;
+        let _ = writeln!(
+            out,
+            "- layout: server on cores {}, loadgen (and compare) on {}, PostgreSQL and Redis on {}",
+            l.server_cores, l.loader_cores, l.db_cores
+        );
+    }
+    out.push_str(
+        "\nClosed loop: medians over runs, (min–max) in brackets. CPU-µs/resp is the server's whole process tree \
+         (utime+stime from /proc) over the window divided by the responses: the primary efficiency figure. \
+         Ratios are medians of per-round ratios (both runs in the same interleaved round); for req/s above 1 \
+         is faster, for CPU-µs/resp below 1 is cheaper.\n",
+    );
+    let mut any_loader_bound = false;
+    let mut any_contended = false;
+    for w in &workloads {
+        let summary = summarize(records, w);
+        let conns = records.iter().find(|r| &r.workload == w && r.connections.is_some()).and_then(|r| r.connections);
+        let dur = records.iter().find(|r| &r.workload == w && r.kind == Kind::Closed).and_then(|r| r.duration_s);
+        let _ = writeln!(
+            out,
+            "\n## {w}\n\n{} connections{}\n",
+            conns.map_or("—".into(), |c| c.to_string()),
+            dur.map_or(String::new(), |d| format!(", runs of {} s", num(d, 1)))
+        );
+        if let (Some(md), false) = (md_path, bars(&summary).is_empty()) {
+            let svg = svg_path(md, w);
+            let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let _ = writeln!(out, "![{w}]({name})\n");
+        }
+        let has = |rt: &str| summary.iter().any(|c| c.runtime == rt && c.req_per_s.is_some());
+        let _ = writeln!(
+            out,
+            "| runtime | version | req/s | CPU-µs/resp | p99 ms | idle RSS MiB | RSS after MiB | startup ms | \
+             req/s ÷ rust | CPU ÷ rust | req/s ÷ floor | CPU ÷ floor | valid runs |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for c in &summary {
+            let version = c.version.as_deref().map_or("—".to_string(), cell_text);
+            if let Some(reason) = &c.void_cell {
+                let _ = writeln!(
+                    out,
+                    "| {} | {version} | **VOID**: {} | | | | | | | | | | 0/{} |",
+                    c.runtime,
+                    cell_text(reason),
+                    c.closed_total
+                );
+                continue;
+            }
+            any_loader_bound |= c.loader_bound;
+            any_contended |= c.contended;
+            let ratio = |den: &str, metric: fn(&Record) -> Option<f64>| {
+                if c.runtime == den || !has(den) || c.req_per_s.is_none() {
+                    return "—".to_string();
+                }
+                fmt_median(per_round_ratio(records, w, &c.runtime, den, metric), 2, 1.0)
+            };
+            let mut rps_text = fmt_spread(c.req_per_s, 0, 1.0);
+            if c.loader_bound {
+                rps_text.push_str(" loader-bound");
+            }
+            if c.contended {
+                rps_text.push_str(" contended");
+            }
+            let _ = writeln!(
+                out,
+                "| {} | {version} | {rps_text} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}/{} |",
+                c.runtime,
+                fmt_spread(c.cpu_us_per_resp, 2, 1.0),
+                fmt_median(c.p99_us, 3, 1e-3),
+                fmt_median(c.rss_idle_kib, 1, 1.0 / 1024.0),
+                fmt_median(c.rss_after_kib, 1, 1.0 / 1024.0),
+                fmt_spread(c.startup_ms, 1, 1.0),
+                ratio("rust", rps),
+                ratio("rust", cpu),
+                ratio("floor", rps),
+                ratio("floor", cpu),
+                c.closed_valid,
+                c.closed_total
+            );
+        }
+        let open: Vec<(&CellSummary, &OpenSummary)> =
+            summary.iter().filter_map(|c| c.open.as_ref().map(|o| (c, o))).collect();
+        if let Some(rate) = open.iter().find_map(|(_, o)| o.rate) {
+            let _ = writeln!(
+                out,
+                "\nOpen loop at {} req/s (latency from each request's intended send time):\n",
+                num(rate, 0)
+            );
+            let _ = writeln!(out, "| runtime | achieved req/s | p50 ms | p99 ms | p99.9 ms | max ms | valid runs |");
+            let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+            for (c, o) in &open {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {}/{} |",
+                    c.runtime,
+                    fmt_median(o.achieved, 0, 1.0),
+                    fmt_median(o.p50_us, 3, 1e-3),
+                    fmt_spread(o.p99_us, 3, 1e-3),
+                    fmt_spread(o.p999_us, 3, 1e-3),
+                    fmt_median(o.max_us, 3, 1e-3),
+                    o.valid,
+                    o.total
+                );
+            }
+        }
+        let voids: Vec<&Record> =
+            records.iter().filter(|r| &r.workload == w && r.void && r.kind != Kind::Check).collect();
+        if !voids.is_empty() {
+            let _ = writeln!(out, "\nVoid runs:\n");
+            for r in voids {
+                let _ = writeln!(
+                    out,
+                    "- {} {} round {}: {}",
+                    r.runtime,
+                    r.kind.as_str(),
+                    r.round,
+                    cell_text(r.void_reason.as_deref().unwrap_or("no reason recorded"))
+                );
+            }
+        }
+    }
+    if any_loader_bound {
+        out.push_str(
+            "\nloader-bound: the server cores were under 90% busy in most runs, so loadgen (not the server) set \
+             the req/s; compare CPU-µs/resp there.\n",
+        );
+    }
+    if any_contended {
+        out.push_str(
+            "\ncontended: in most runs 10% or more of the server cores went to other processes (or steal); req/s \
+             and latency are unreliable, CPU-µs/resp less so. Rerun on a quiet machine.\n",
+        );
+    }
+    out
+}
+
+/// Quotes an argv for a shell, so the command can be pasted back.
+pub fn shell_join(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            let plain = !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
+            if plain { a.clone() } else { format!("'{}'", a.replace('\'', r"'\''")) }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Writes the Markdown to `md` and one SVG per workload with measured runs next to it; the Markdown.
+pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
+    let text = render(records, Some(md));
+    std::fs::write(md, &text).with_context(|| format!("writing {}", md.display()))?;
+    for w in workloads(records) {
+        let bars = bars(&summarize(records, &w));
+        if bars.is_empty() {
+            continue;
+        }
+        let path = svg_path(md, &w);
+        std::fs::write(&path, charts::workload_svg(&w, &bars))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spreads() {
+        assert_eq!(spread([3.0, 1.0, 2.0]), Some(Spread { median: 2.0, min: 1.0, max: 3.0, n: 3 }));
+        assert_eq!(spread([4.0, 1.0]).map(|s| s.median), Some(2.5));
+        assert_eq!(spread([f64::NAN]), None);
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(num(1234567.8, 0), "1,234,568");
+        assert_eq!(num(999.0, 1), "999.0");
+        assert_eq!(num(1000.0, 2), "1,000.00");
+        assert_eq!(num(-1234.5, 1), "-1,234.5");
+        assert_eq!(num(0.0004, 3), "0.000");
+    }
+
+    #[test]
+    fn quoting() {
+        let argv = ["compare", "--runtimes", "rust,bun", "--body", r#"{"a":"b c"}"#, "it's"].map(String::from);
+        assert_eq!(shell_join(&argv), r#"compare --runtimes rust,bun --body '{"a":"b c"}' 'it'\''s'"#);
+    }
+}

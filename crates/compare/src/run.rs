@@ -1,0 +1,449 @@
+//! The comparison, end to end: prerequisites, dependencies and data, then per workload the checks (rust
+//! first: its answers are the reference), the cold starts, the closed-loop rounds and the open-loop tails,
+//! every runtime interleaved in a rotating order, each record appended as soon as it is measured; then the
+//! Markdown and SVGs.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+
+use crate::cells::{self, Bench, Reference, RunInput};
+use crate::cli::Config;
+use crate::deps::{self, Deps, DepsOptions};
+use crate::process::check_interrupted;
+use crate::progress::Progress;
+use crate::records::{self, Kind, Record, RunMeta, Sink};
+use crate::report;
+use crate::runtimes::{self, Runtime, ServerEnv};
+use crate::workloads::{MetadataData, Outcome, Plan, Service, Workload};
+
+/// How long a server may take to its first 200 (Node with a cold disk cache and a Postgres pool).
+const READY_TIMEOUT_S: u64 = 30;
+
+/// What a finished comparison produced.
+#[derive(Debug)]
+pub struct Finished {
+    pub jsonl: PathBuf,
+    pub md: PathBuf,
+    pub markdown: String,
+    pub records: Vec<Record>,
+    /// Cells that failed their check or have no valid closed-loop run, each with why.
+    pub problems: Vec<String>,
+}
+
+/// `v` rotated left by `k`: round k starts with the k-th runtime, so no runtime always goes first.
+pub fn rotated<T: Clone>(v: &[T], k: usize) -> Vec<T> {
+    if v.is_empty() {
+        return Vec::new();
+    }
+    let k = k % v.len();
+    v[k..].iter().chain(&v[..k]).cloned().collect()
+}
+
+/// Why a server is being started: notes-write gives checks and runs a fresh database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    Check,
+    Startup,
+    Run,
+}
+
+/// One workload's shared state while it runs.
+struct WorkloadRun<'a> {
+    cfg: &'a Config,
+    meta: &'a RunMeta,
+    bench: &'a Bench,
+    deps: Option<&'a Deps>,
+    metadata: Option<&'a MetadataData>,
+    plan: Plan,
+    /// notes-read: the seeded database everyone reads.
+    shared_db: Option<String>,
+    floor_body: Option<Vec<u8>>,
+    versions: HashMap<Runtime, Option<String>>,
+}
+
+impl WorkloadRun<'_> {
+    fn workload(&self) -> &Workload {
+        &self.plan.workload
+    }
+
+    fn server_env(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<ServerEnv> {
+        let mut env = ServerEnv { floor_body: self.floor_body.clone(), ..ServerEnv::default() };
+        match self.workload().service {
+            Service::Flight => {}
+            Service::Metadata => env.metadata_db = self.metadata.map(|m| m.db.clone()),
+            Service::Scribe => {
+                let deps = self.deps.context("the notes workloads need PostgreSQL and Redis")?;
+                env.redis_url = Some(deps.redis_url());
+                env.database_url = Some(match (&self.shared_db, purpose) {
+                    (Some(db), _) => deps.database_url(db)?,
+                    (None, Purpose::Startup) => deps.database_url("compare_write_startup")?,
+                    (None, _) => {
+                        // Every check and run writes into an empty database: ids start at 1 and no run
+                        // inherits the previous one's rows.
+                        let db = format!("compare_write_{}", rt.name());
+                        deps.reset_database(&db)?;
+                        deps.database_url(&db)?
+                    }
+                });
+            }
+        }
+        Ok(env)
+    }
+
+    fn spec(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<cells::ServerSpec> {
+        let env = self.server_env(rt, purpose)?;
+        Ok(runtimes::server_spec(rt, self.workload(), &self.cfg.paths, &env))
+    }
+
+    fn record(&self, rt: Runtime, kind: Kind, round: u32) -> Record {
+        let version = self.versions.get(&rt).cloned().flatten();
+        Record::new(self.meta, self.workload().name, rt.name(), version.as_deref(), kind, round)
+    }
+}
+
+/// Estimated seconds per step, for the progress bar.
+fn estimates(cfg: &Config) -> (f64, f64, f64) {
+    let run = cfg.warmup.as_secs_f64() + cfg.duration.as_secs_f64() + 2.0;
+    (3.0, 0.5, run)
+}
+
+/// Measured kinds per round: closed, and open unless `--tail-rate 0`.
+fn kinds(cfg: &Config) -> usize {
+    if cfg.tail_rate == Some(0.0) { 1 } else { 2 }
+}
+
+pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
+    let own_pg = cfg.database_url.is_none();
+    let own_redis = cfg.redis_url.is_none();
+    let missing = runtimes::missing_prerequisites(&cfg.workloads, &cfg.runtimes, &cfg.paths, own_pg, own_redis);
+    if !missing.is_empty() {
+        bail!("missing prerequisites:\n  - {}", missing.join("\n  - "));
+    }
+    let machine = records::machine_info();
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+    let run_id = format!("{stamp}-{}", machine.hostname);
+    let jsonl = cfg.out_dir.join(format!("{run_id}.jsonl"));
+    let md = jsonl.with_extension("md");
+    let meta = RunMeta {
+        run_id,
+        command: cfg.command.clone(),
+        machine,
+        layout: records::Layout {
+            server_cores: cfg.server_cores.clone(),
+            loader_cores: cfg.loader_cores.clone(),
+            db_cores: cfg.db_cores.clone(),
+        },
+    };
+    let mut sink = Sink::create(&jsonl)?;
+    eprintln!("compare: recording to {}", jsonl.display());
+
+    let work = tempfile::Builder::new().prefix("compare-").tempdir().context("temp dir")?;
+    let logdir = work.path().join("logs");
+    std::fs::create_dir_all(&logdir)?;
+    let bench = Bench {
+        loadgen: cfg.paths.loadgen(),
+        server_cores: cfg.server_cores.clone(),
+        loader_cores: cfg.loader_cores.clone(),
+        warmup: cfg.warmup,
+        duration: cfg.duration,
+        request_timeout: cfg.request_timeout,
+        ready_timeout: std::time::Duration::from_secs(READY_TIMEOUT_S),
+        logdir,
+    };
+
+    // Stopped when this function returns, however it returns (Deps' drop).
+    let deps = if cfg.workloads.iter().any(|w| w.service == Service::Scribe) {
+        let d = Deps::start(&DepsOptions {
+            cores: cfg.db_cores.clone(),
+            database_url: cfg.database_url.clone(),
+            redis_url: cfg.redis_url.clone(),
+        })?;
+        eprintln!("compare: {}", d.describe());
+        Some(d)
+    } else {
+        None
+    };
+    let metadata = if cfg.workloads.iter().any(|w| w.service == Service::Metadata) {
+        eprintln!("compare: generating the metadata dataset ({} rows)", cfg.rows);
+        let (db, ids) = deps::metadata_dataset(&work.path().join("data"), cfg.rows)?;
+        Some(MetadataData::load(&db, &ids)?)
+    } else {
+        None
+    };
+    check_interrupted()?;
+
+    let n = cfg.runtimes.len();
+    let (check_s, startup_s, run_s) = estimates(cfg);
+    let per_workload_steps = n + n * cfg.startup_runs as usize + n * cfg.runs as usize * kinds(cfg);
+    let per_workload_s = n as f64 * check_s
+        + (n * cfg.startup_runs as usize) as f64 * startup_s
+        + (n * cfg.runs as usize * kinds(cfg)) as f64 * run_s;
+    let mut progress =
+        Progress::new(per_workload_steps * cfg.workloads.len(), per_workload_s * cfg.workloads.len() as f64);
+
+    let mut all = Vec::new();
+    for w in &cfg.workloads {
+        let mut plan = match (w.service, w.name) {
+            (Service::Flight, _) => Plan::hello(w.clone()),
+            (Service::Scribe, "notes-read") => Plan::notes_read(w.clone(), cfg.seed_notes),
+            (Service::Scribe, _) => Plan::notes_write(w.clone(), work.path())?,
+            (Service::Metadata, _) => Plan::metadata(w.clone(), metadata.as_ref().context("metadata dataset")?),
+        };
+        if let Some(c) = cfg.connections {
+            plan.load.connections = c;
+        }
+        let versions = cfg.runtimes.iter().map(|&rt| (rt, runtimes::version(rt, w.service, &cfg.paths))).collect();
+        let mut wr = WorkloadRun {
+            cfg,
+            meta: &meta,
+            bench: &bench,
+            deps: deps.as_ref(),
+            metadata: metadata.as_ref(),
+            plan,
+            shared_db: None,
+            floor_body: None,
+            versions,
+        };
+        all.extend(run_workload(&mut wr, &mut sink, &mut progress, work.path())?);
+    }
+    progress.clear();
+    drop(progress);
+    let markdown = report::write_outputs(&all, &md)?;
+    let problems = problems(&all);
+    Ok(Finished { jsonl: sink.path().to_path_buf(), md, markdown, records: all, problems })
+}
+
+/// Cells that failed their check, and measured cells without a single valid closed-loop run.
+pub fn problems(records: &[Record]) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in report::workloads(records) {
+        for cell in report::summarize(records, &w) {
+            if let Some(reason) = &cell.void_cell {
+                out.push(format!("{w} {}: VOID: {reason}", cell.runtime));
+            } else if cell.closed_total > 0 && cell.closed_valid == 0 {
+                out.push(format!("{w} {}: every closed-loop run was void", cell.runtime));
+            }
+        }
+    }
+    out
+}
+
+/// Seeds notes-read's database through the first runtime that can serve notes (rust when measured), so every
+/// runtime reads rows written the same way.
+fn seed_notes(wr: &mut WorkloadRun<'_>, progress: &mut Progress) -> anyhow::Result<()> {
+    let deps = wr.deps.context("the notes workloads need PostgreSQL and Redis")?;
+    let db = "compare_notes_read";
+    deps.reset_database(db)?;
+    wr.shared_db = Some(db.to_string());
+    let rts = &wr.cfg.runtimes;
+    let seeder = if rts.contains(&Runtime::Rust) {
+        Runtime::Rust
+    } else {
+        rts.iter().copied().find(|r| *r != Runtime::Floor).unwrap_or(Runtime::Rust)
+    };
+    progress.line(&format!("notes-read: seeding {} notes through {}", wr.cfg.seed_notes, seeder.name()));
+    let spec = wr.spec(seeder, Purpose::Check)?;
+    let (server, _) = cells::start_ready(&spec, wr.bench, &wr.plan.ready_path)
+        .with_context(|| format!("starting {} to seed notes", seeder.name()))?;
+    let seeded = deps.seed_notes(&format!("http://127.0.0.1:{}", server.port), wr.cfg.seed_notes);
+    server.stop();
+    seeded
+}
+
+fn run_workload(
+    wr: &mut WorkloadRun<'_>,
+    sink: &mut Sink,
+    progress: &mut Progress,
+    workdir: &std::path::Path,
+) -> anyhow::Result<Vec<Record>> {
+    let cfg = wr.cfg;
+    let name = wr.workload().name;
+    let (check_s, startup_s, run_s) = estimates(cfg);
+    let mut out: Vec<Record> = Vec::new();
+    let push = |rec: Record, sink: &mut Sink, out: &mut Vec<Record>| -> anyhow::Result<()> {
+        sink.append(&rec)?;
+        out.push(rec);
+        Ok(())
+    };
+    if name == "notes-read" {
+        seed_notes(wr, progress)?;
+    }
+
+    // 1. Checks: rust first (the reference), the floor last (it serves the reference's answer).
+    let mut order: Vec<Runtime> = cfg.runtimes.iter().copied().filter(|r| *r == Runtime::Rust).collect();
+    order.extend(cfg.runtimes.iter().copied().filter(|r| !matches!(r, Runtime::Rust | Runtime::Floor)));
+    order.extend(cfg.runtimes.iter().copied().filter(|r| *r == Runtime::Floor));
+    let mut reference: Option<(Runtime, Vec<Outcome>)> = None;
+    let mut valid: Vec<Runtime> = Vec::new();
+    for rt in order {
+        check_interrupted()?;
+        progress.begin(&format!("{name} {} check", rt.name()));
+        let mut rec = wr.record(rt, Kind::Check, 0);
+        if rt == Runtime::Floor {
+            wr.floor_body = match &reference {
+                Some((_, answers)) => {
+                    answers.get(wr.plan.primary).and_then(|a| a.as_ref().ok()).map(|a| a.body.clone())
+                }
+                None => wr.plan.probes.get(wr.plan.primary).and_then(|p| p.contract.as_ref()).map(|c| c.body.clone()),
+            };
+        }
+        if rt == Runtime::Floor && wr.floor_body.is_none() {
+            rec.void_because("no reference answer for the floor to serve (every other runtime's check failed)");
+        } else {
+            let spec = wr.spec(rt, Purpose::Check)?;
+            let only = (rt == Runtime::Floor).then_some(wr.plan.primary);
+            let refs = reference.as_ref().map(|(r, a)| Reference { runtime: r.name(), answers: a });
+            let input = cells::CheckInput {
+                spec: &spec,
+                ready_path: &wr.plan.ready_path,
+                probes: &wr.plan.probes,
+                only,
+                content_type_essence: wr.workload().content_type_essence,
+                reference: refs,
+            };
+            let answers = cells::check(wr.bench, &input, &mut rec);
+            if !rec.void && reference.is_none() && rt != Runtime::Floor {
+                reference = Some((rt, answers));
+            }
+        }
+        check_interrupted()?;
+        if rec.void {
+            progress.end(check_s, &format!("VOID: {}", rec.void_reason.as_deref().unwrap_or("")));
+            progress.skip(
+                cfg.startup_runs as usize + cfg.runs as usize * kinds(cfg),
+                cfg.startup_runs as f64 * startup_s + (cfg.runs as usize * kinds(cfg)) as f64 * run_s,
+            );
+        } else {
+            progress.end(check_s, &format!("answers agree; first 200 after {:.1} ms", rec.startup_ms.unwrap_or(0.0)));
+            valid.push(rt);
+        }
+        push(rec, sink, &mut out)?;
+    }
+    // Measured in the order given, not the check order.
+    let valid: Vec<Runtime> = cfg.runtimes.iter().copied().filter(|r| valid.contains(r)).collect();
+
+    // Every response under load must be the reference's, where the workload has one body.
+    let expected = reference.as_ref().and_then(|(_, a)| a.get(wr.plan.primary)?.as_ref().ok().map(|a| a.body.clone()));
+    if let (true, Some(body)) = (matches!(name, "hello-bare" | "hello-default" | "notes-read"), expected) {
+        let file = workdir.join(format!("{name}-expected-body"));
+        std::fs::write(&file, body)?;
+        wr.plan.load.expect_body_file = Some(file);
+    }
+
+    // 2. Cold starts, interleaved.
+    for i in 0..cfg.startup_runs {
+        for rt in rotated(&valid, i as usize) {
+            check_interrupted()?;
+            progress.begin(&format!("{name} {} start {}/{}", rt.name(), i + 1, cfg.startup_runs));
+            let mut rec = wr.record(rt, Kind::Startup, i + 1);
+            let spec = wr.spec(rt, Purpose::Startup)?;
+            match cells::startup(&spec, wr.bench, &wr.plan.ready_path) {
+                Ok(ms) => rec.startup_ms = Some(ms),
+                Err(e) => rec.void_because(format!("{e:#}")),
+            }
+            check_interrupted()?;
+            progress.end(startup_s, &rec.startup_ms.map_or_else(|| "VOID".to_string(), |ms| format!("{ms:.1} ms")));
+            push(rec, sink, &mut out)?;
+        }
+    }
+
+    // 3. Closed loop, then 4. the open-loop tails.
+    run_rounds(wr, Kind::Closed, None, &valid, sink, progress, &mut out)?;
+
+    let rate = match cfg.tail_rate {
+        Some(0.0) => None,
+        Some(r) => Some(r),
+        None => valid
+            .iter()
+            .filter_map(|rt| {
+                let closed = out.iter().filter(|r| r.runtime == rt.name() && r.kind == Kind::Closed && !r.void);
+                report::spread(closed.filter_map(|r| r.req_per_s)).map(|s| s.median)
+            })
+            .min_by(f64::total_cmp)
+            .map(|slowest| (slowest / 2.0).max(1.0)),
+    };
+    match rate {
+        Some(rate) => {
+            progress.line(&format!("{name}: open loop at {rate:.0} req/s"));
+            run_rounds(wr, Kind::Open, Some(rate), &valid, sink, progress, &mut out)?;
+        }
+        None => {
+            progress.skip(valid.len() * cfg.runs as usize, (valid.len() * cfg.runs as usize) as f64 * run_s);
+            if cfg.tail_rate != Some(0.0) && !valid.is_empty() {
+                progress.line(&format!("{name}: no valid closed-loop run to set the open-loop rate; tails skipped"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `cfg.runs` rounds of one kind, every valid runtime once per round, the order rotated each round.
+fn run_rounds(
+    wr: &WorkloadRun<'_>,
+    kind: Kind,
+    rate: Option<f64>,
+    valid: &[Runtime],
+    sink: &mut Sink,
+    progress: &mut Progress,
+    out: &mut Vec<Record>,
+) -> anyhow::Result<()> {
+    let cfg = wr.cfg;
+    let name = wr.workload().name;
+    let (_, _, run_s) = estimates(cfg);
+    for round in 1..=cfg.runs {
+        for rt in rotated(valid, round as usize - 1) {
+            check_interrupted()?;
+            progress.begin(&format!("{name} {} {} round {round}/{}", rt.name(), kind.as_str(), cfg.runs));
+            let mut rec = wr.record(rt, kind, round);
+            let spec = wr.spec(rt, Purpose::Run)?;
+            let tag = format!("{name}-{}-{}-r{round}", rt.name(), kind.as_str());
+            let input = RunInput {
+                spec: &spec,
+                ready_path: &wr.plan.ready_path,
+                load: &wr.plan.load,
+                prime: wr.plan.prime.as_ref(),
+                also_ok: wr.workload().also_ok,
+                rate,
+                tag: &tag,
+            };
+            cells::measure(wr.bench, &input, &mut rec);
+            check_interrupted()?;
+            progress.end(run_s, &run_summary(&rec));
+            sink.append(&rec)?;
+            out.push(rec);
+        }
+    }
+    Ok(())
+}
+
+fn run_summary(rec: &Record) -> String {
+    if rec.void {
+        return format!("VOID: {}", rec.void_reason.as_deref().unwrap_or(""));
+    }
+    let mut s = format!(
+        "{} req/s, {} CPU-µs/resp, p99 {} ms, server cores {}% busy",
+        report::num(rec.req_per_s.unwrap_or(0.0), 0),
+        report::num(rec.server_cpu_us_per_resp.unwrap_or(0.0), 2),
+        report::num(rec.latency_us.map_or(0.0, |l| l.p99 as f64 / 1e3), 3),
+        report::num(rec.server_busy_pct.unwrap_or(0.0), 0)
+    );
+    if rec.loader_bound == Some(true) {
+        s.push_str(" (loader-bound)");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotation() {
+        assert_eq!(rotated(&[1, 2, 3], 0), [1, 2, 3]);
+        assert_eq!(rotated(&[1, 2, 3], 1), [2, 3, 1]);
+        assert_eq!(rotated(&[1, 2, 3], 5), [3, 1, 2]);
+        assert!(rotated::<u8>(&[], 1).is_empty());
+    }
+}

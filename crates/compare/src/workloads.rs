@@ -1,0 +1,475 @@
+//! The workloads: what each loads (path, method, body, connections), which answers count, and the probe set
+//! every runtime must answer exactly as the reference (rust) does before it is timed.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use crate::http;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    Flight,
+    Scribe,
+    Metadata,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workload {
+    pub name: &'static str,
+    pub service: Service,
+    /// flight-rs's FLIGHT_MIDDLEWARE; the peers have one profile.
+    pub flight_profile: Option<&'static str>,
+    pub connections: u32,
+    /// Statuses outside 2xx that are answers, not failures (metadata's absent sample ids).
+    pub also_ok: &'static [u16],
+    /// Compare content types without parameters: the Scribe peers send express's `; charset=utf-8`, which
+    /// Scribe's clients ignore; the media type itself must still match.
+    pub content_type_essence: bool,
+}
+
+pub const NAMES: [&str; 5] = ["hello-bare", "hello-default", "notes-read", "notes-write", "metadata"];
+
+pub fn by_name(name: &str) -> Option<Workload> {
+    let hello = |name, profile| Workload {
+        name,
+        service: Service::Flight,
+        flight_profile: Some(profile),
+        connections: 100,
+        also_ok: &[],
+        content_type_essence: false,
+    };
+    let notes = |name, connections| Workload {
+        name,
+        service: Service::Scribe,
+        flight_profile: None,
+        connections,
+        also_ok: &[],
+        content_type_essence: true,
+    };
+    Some(match name {
+        "hello-bare" => hello("hello-bare", "bare"),
+        "hello-default" => hello("hello-default", "default"),
+        "notes-read" => notes("notes-read", 100),
+        "notes-write" => notes("notes-write", 50),
+        "metadata" => Workload {
+            name: "metadata",
+            service: Service::Metadata,
+            flight_profile: None,
+            connections: 128,
+            also_ok: &[404],
+            content_type_essence: false,
+        },
+        _ => return None,
+    })
+}
+
+/// A comma list of workload names (`all` for every one), in the order given.
+pub fn parse_list(text: &str) -> anyhow::Result<Vec<Workload>> {
+    if text.trim() == "all" {
+        return Ok(NAMES.iter().filter_map(|n| by_name(n)).collect());
+    }
+    let mut out: Vec<Workload> = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let Some(w) = by_name(name) else { bail!("unknown workload {name:?}; choose from {}", NAMES.join(", ")) };
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    if out.is_empty() {
+        bail!("no workload given; choose from {}", NAMES.join(", "));
+    }
+    Ok(out)
+}
+
+/// What a probe got back: the parts the runtimes must agree on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// An answer, or why there was none.
+pub type Outcome = Result<Answer, String>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    pub label: String,
+    pub method: &'static str,
+    pub target: String,
+    /// JSON request body.
+    pub body: Option<Vec<u8>>,
+    /// False where bodies legitimately differ (validation messages); status and content type still count.
+    pub compare_body: bool,
+    /// What the contract itself says, checked for every runtime (the reference included).
+    pub contract: Option<Answer>,
+}
+
+impl Probe {
+    pub fn get(label: impl Into<String>, target: impl Into<String>) -> Probe {
+        Probe {
+            label: label.into(),
+            method: "GET",
+            target: target.into(),
+            body: None,
+            compare_body: true,
+            contract: None,
+        }
+    }
+
+    pub fn request_line(&self) -> String {
+        format!("{} {}", self.method, self.target)
+    }
+
+    /// Sends the probe on a fresh connection.
+    pub fn ask(&self, port: u16) -> Outcome {
+        let body = self.body.as_deref().map(|b| ("application/json", b));
+        match http::request(port, self.method, &self.target, body, Duration::from_secs(10)) {
+            Ok(r) => Ok(Answer {
+                status: r.status,
+                content_type: r.header("content-type").map(str::to_string),
+                body: r.body,
+            }),
+            Err(e) => Err(format!("request failed: {e}")),
+        }
+    }
+}
+
+/// How `got` differs from `want` for this probe, or `None` when they agree.
+pub fn difference(probe: &Probe, got: &Outcome, want: &Outcome, content_type_essence: bool) -> Option<String> {
+    let (got, want) = match (got, want) {
+        (Err(e), _) => return Some(e.clone()),
+        (Ok(_), Err(e)) => return Some(format!("the reference has no answer ({e})")),
+        (Ok(g), Ok(w)) => (g, w),
+    };
+    let mut parts = Vec::new();
+    if got.status != want.status {
+        parts.push(format!("status {} (want {})", got.status, want.status));
+    }
+    let essence =
+        |ct: &Option<String>| ct.as_deref().map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+    let ct_differs = if content_type_essence {
+        essence(&got.content_type) != essence(&want.content_type)
+    } else {
+        got.content_type != want.content_type
+    };
+    if ct_differs {
+        parts.push(format!("content-type {:?} (want {:?})", got.content_type, want.content_type));
+    }
+    if probe.compare_body && got.body != want.body {
+        parts.push(first_difference(&got.body, &want.body));
+    }
+    if parts.is_empty() { None } else { Some(parts.join("; ")) }
+}
+
+/// Where two bodies part, with a little context from each.
+pub fn first_difference(got: &[u8], want: &[u8]) -> String {
+    let at = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
+    let around = |b: &[u8]| {
+        let lo = at.saturating_sub(30);
+        let hi = (at + 40).min(b.len());
+        String::from_utf8_lossy(&b[lo.min(hi)..hi]).into_owned()
+    };
+    format!(
+        "body differs at byte {at} (got {} bytes, want {}): got …{:?}… want …{:?}…",
+        got.len(),
+        want.len(),
+        around(got),
+        around(want)
+    )
+}
+
+/// How loadgen loads a workload: the request source and the per-response assertions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadSpec {
+    pub method: String,
+    /// The URL's path, or with `vars` a `{var}` template.
+    pub path: String,
+    pub vars: Vec<String>,
+    pub body_file: Option<PathBuf>,
+    pub headers: Vec<String>,
+    pub connections: u32,
+    /// Statuses every response must have (`--expect-status`): 200, plus `also_ok`.
+    pub expect_status: Vec<u16>,
+    pub expect_body_file: Option<PathBuf>,
+    pub expect_contains: Option<String>,
+}
+
+impl LoadSpec {
+    pub fn get(path: &str, connections: u32) -> LoadSpec {
+        LoadSpec {
+            method: "GET".into(),
+            path: path.into(),
+            vars: Vec::new(),
+            body_file: None,
+            headers: Vec::new(),
+            connections,
+            expect_status: vec![200],
+            expect_body_file: None,
+            expect_contains: None,
+        }
+    }
+
+    /// loadgen's request-source and assertion arguments, ending with the URL.
+    pub fn loadgen_args(&self, port: u16) -> Vec<String> {
+        let mut a: Vec<String> = Vec::new();
+        let mut push = |xs: &[&str]| a.extend(xs.iter().map(|x| x.to_string()));
+        if self.method != "GET" {
+            push(&["-m", &self.method]);
+        }
+        let url = if self.vars.is_empty() {
+            format!("http://127.0.0.1:{port}{}", self.path)
+        } else {
+            push(&["--path", &self.path, "--pick", "random", "--seed", "1"]);
+            for v in &self.vars {
+                push(&["--var", v]);
+            }
+            format!("http://127.0.0.1:{port}/")
+        };
+        if let Some(f) = &self.body_file {
+            push(&["--body-file", &f.to_string_lossy()]);
+        }
+        for h in &self.headers {
+            push(&["-H", h]);
+        }
+        let statuses = self.expect_status.iter().map(u16::to_string).collect::<Vec<_>>().join(",");
+        push(&["--expect-status", &statuses]);
+        if let Some(f) = &self.expect_body_file {
+            push(&["--expect-body-file", &f.to_string_lossy()]);
+        }
+        if let Some(c) = &self.expect_contains {
+            push(&["--expect-contains", c]);
+        }
+        push(&[&url]);
+        a
+    }
+}
+
+/// A workload ready to run: its data prepared, its probes and load known.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub workload: Workload,
+    /// exec→first 200 is timed on this path; servers are ready when it answers 200.
+    pub ready_path: String,
+    pub probes: Vec<Probe>,
+    /// The probe the floor is checked on and whose reference answer it serves.
+    pub primary: usize,
+    /// Sent once after the server is ready and before any load (creates notes-write's table outside the
+    /// window); must answer 2xx.
+    pub prime: Option<Probe>,
+    pub load: LoadSpec,
+}
+
+pub const HELLO_BODY: &[u8] = br#"{"message":"Hello from Flight!"}"#;
+
+/// The notes-write body: valid against the envelope and notes.schema.json.
+pub const WRITE_BODY: &str = r#"{"data":{"title":"Load note","body":"Written under load by compare.","tags":["load"],"meta":{"words":6,"pinned":false}},"date_created":"2024-03-04T05:06:07.089Z","date_modified":"2024-03-04T05:06:07.089Z","created_by":7,"modified_by":7}"#;
+
+/// Fails the envelope three ways: created_by missing, an extra property, data not an object.
+const INVALID_BODY: &str =
+    r#"{"data":[1],"date_created":"2024-01-01T00:00:00Z","date_modified":"yesterday","modified_by":1,"extra":true}"#;
+
+const HEALTHZ: &str = "/healthz";
+
+impl Plan {
+    pub fn hello(workload: Workload) -> Plan {
+        let mut probe = Probe::get("hello", "/api/hello");
+        probe.contract =
+            Some(Answer { status: 200, content_type: Some("application/json".into()), body: HELLO_BODY.to_vec() });
+        Plan {
+            load: LoadSpec::get("/api/hello", workload.connections),
+            workload,
+            ready_path: "/api/hello".into(),
+            probes: vec![probe],
+            primary: 0,
+            prime: None,
+        }
+    }
+
+    /// Reads of a database seeded with `seeded` notes (ids 1..=seeded).
+    pub fn notes_read(workload: Workload, seeded: u32) -> Plan {
+        let mut probes = vec![
+            Probe::get("note 1", "/notes/1"),
+            Probe::get("note 2", "/notes/2"),
+            Probe::get(format!("note {seeded}"), format!("/notes/{seeded}")),
+            Probe::get("absent note", format!("/notes/{}", u64::from(seeded) + 1000)),
+            Probe::get("no such table", "/nosuchcomponent/1"),
+            Probe::get("healthz", HEALTHZ),
+        ];
+        probes.dedup_by(|a, b| a.target == b.target);
+        Plan {
+            load: LoadSpec::get("/notes/1", workload.connections),
+            workload,
+            ready_path: HEALTHZ.into(),
+            probes,
+            primary: 0,
+            prime: None,
+        }
+    }
+
+    /// Writes to a fresh database per server; `dir` holds the body file loadgen sends.
+    pub fn notes_write(workload: Workload, dir: &Path) -> anyhow::Result<Plan> {
+        let body_file = dir.join("notes-write-body.json");
+        std::fs::write(&body_file, WRITE_BODY).with_context(|| format!("writing {}", body_file.display()))?;
+        let post = |label: &str, body: &str| Probe {
+            label: label.into(),
+            method: "POST",
+            target: "/notes".into(),
+            body: Some(body.as_bytes().to_vec()),
+            compare_body: true,
+            contract: None,
+        };
+        let probes = vec![
+            post("first POST", WRITE_BODY),
+            Probe::get("GET the new note", "/notes/1"),
+            Probe { compare_body: false, ..post("invalid POST", INVALID_BODY) },
+            post("second POST", WRITE_BODY),
+            Probe::get("healthz", HEALTHZ),
+        ];
+        let mut load = LoadSpec::get("/notes", workload.connections);
+        load.method = "POST".into();
+        load.body_file = Some(body_file);
+        load.headers = vec!["Content-Type: application/json".into()];
+        load.expect_contains = Some(r#"[{"id":"#.into());
+        Ok(Plan {
+            prime: Some(post("prime POST", WRITE_BODY)),
+            workload,
+            ready_path: HEALTHZ.into(),
+            probes,
+            primary: 0,
+            load,
+        })
+    }
+
+    pub fn metadata(workload: Workload, data: &MetadataData) -> Plan {
+        let regions = metadata::gen_data::REGIONS;
+        let mut probes = Vec::new();
+        for id in &data.first_ids {
+            for region in regions {
+                probes.push(Probe::get(format!("{id} {region}"), format!("/v1/metadata/{id}?region={region}")));
+            }
+        }
+        let first = &data.first_present;
+        probes.insert(0, Probe::get(format!("{first} en"), format!("/v1/metadata/{first}?region=en")));
+        probes.extend([
+            Probe::get(format!("{first} no region"), format!("/v1/metadata/{first}")),
+            Probe::get("absent id", format!("/v1/metadata/{}?region=en", data.absent)),
+            Probe::get("region=xx", format!("/v1/metadata/{first}?region=xx")),
+            Probe::get("region=bad!value", format!("/v1/metadata/{first}?region=bad!value")),
+            Probe::get("malformed id", "/v1/metadata/%E0%A4%A"),
+            Probe::get("healthz", HEALTHZ),
+            Probe { method: "POST", ..Probe::get("POST metadata", format!("/v1/metadata/{first}")) },
+            Probe::get("unknown path", "/nope"),
+        ]);
+        let mut load = LoadSpec::get("/v1/metadata/{id}?region={region}", workload.connections);
+        load.vars = vec![format!("id=@{}", data.ids.display()), format!("region={}", regions.join(","))];
+        load.expect_status.extend_from_slice(workload.also_ok);
+        Plan { load, workload, ready_path: format!("/v1/metadata/{first}?region=en"), probes, primary: 0, prime: None }
+    }
+}
+
+/// The generated metadata dataset and the sample ids the probes use.
+#[derive(Debug, Clone)]
+pub struct MetadataData {
+    pub db: PathBuf,
+    pub ids: PathBuf,
+    /// The first 20 sample ids (present or not: every runtime must answer them alike).
+    pub first_ids: Vec<String>,
+    /// The first sample id in the table: the ready path and the floor's body.
+    pub first_present: String,
+    /// An id not in the table.
+    pub absent: String,
+}
+
+impl MetadataData {
+    pub fn load(db: &Path, ids: &Path) -> anyhow::Result<MetadataData> {
+        let text = std::fs::read_to_string(ids).with_context(|| format!("reading {}", ids.display()))?;
+        let sample: Vec<String> = text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect();
+        let conn = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .with_context(|| format!("opening {}", db.display()))?;
+        let mut stmt = conn.prepare("SELECT 1 FROM videos WHERE id = ?1")?;
+        let mut first_present = None;
+        let mut absent = None;
+        for id in sample.iter().take(1000) {
+            let present = stmt.exists([id])?;
+            if present && first_present.is_none() {
+                first_present = Some(id.clone());
+            }
+            if !present && absent.is_none() {
+                absent = Some(id.clone());
+            }
+            if first_present.is_some() && absent.is_some() {
+                break;
+            }
+        }
+        let Some(first_present) = first_present else {
+            bail!("none of the first sample ids in {} is in {}", ids.display(), db.display())
+        };
+        // Generated ids are 11 characters; this one cannot be among them.
+        let absent = absent.unwrap_or_else(|| "absent-id-not-in-db".into());
+        Ok(MetadataData {
+            db: db.to_path_buf(),
+            ids: ids.to_path_buf(),
+            first_ids: sample.into_iter().take(20).collect(),
+            first_present,
+            absent,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists() {
+        let all = parse_list("all").expect("all");
+        assert_eq!(all.len(), NAMES.len());
+        let two = parse_list("metadata, hello-bare,metadata").expect("two");
+        assert_eq!(two.iter().map(|w| w.name).collect::<Vec<_>>(), ["metadata", "hello-bare"]);
+        assert!(parse_list("hello").is_err());
+        assert!(parse_list("").is_err());
+    }
+
+    #[test]
+    fn differences() {
+        let probe = Probe::get("p", "/p");
+        let a = |status, ct: &str, body: &str| -> Outcome {
+            Ok(Answer { status, content_type: Some(ct.into()), body: body.as_bytes().to_vec() })
+        };
+        assert_eq!(
+            difference(&probe, &a(200, "application/json", "{}"), &a(200, "application/json", "{}"), false),
+            None
+        );
+        let d = difference(
+            &probe,
+            &a(200, "application/json", r#"{"a":2}"#),
+            &a(200, "application/json", r#"{"a":1}"#),
+            false,
+        );
+        assert!(d.is_some_and(|d| d.contains("byte 5")));
+        let charset = a(200, "application/json; charset=utf-8", "{}");
+        assert!(difference(&probe, &charset, &a(200, "application/json", "{}"), false).is_some());
+        assert_eq!(difference(&probe, &charset, &a(200, "application/json", "{}"), true), None);
+        assert!(
+            difference(&probe, &a(500, "application/json", "{}"), &a(200, "application/json", "{}"), true)
+                .is_some_and(|d| d.contains("status 500 (want 200)"))
+        );
+        assert!(difference(&probe, &Err("refused".into()), &a(200, "x", ""), false).is_some());
+    }
+
+    #[test]
+    fn loadgen_arguments() {
+        let mut spec = LoadSpec::get("/v1/metadata/{id}?region={region}", 128);
+        spec.vars = vec!["id=@ids.txt".into(), "region=ja,en".into()];
+        spec.expect_status.push(404);
+        let args = spec.loadgen_args(4000);
+        assert_eq!(args.last().map(String::as_str), Some("http://127.0.0.1:4000/"));
+        assert!(args.windows(2).any(|w| w[0] == "--expect-status" && w[1] == "200,404"));
+        assert!(args.windows(2).any(|w| w[0] == "--path" && w[1] == "/v1/metadata/{id}?region={region}"));
+        let hello = LoadSpec::get("/api/hello", 100).loadgen_args(1);
+        assert_eq!(hello, ["--expect-status", "200", "http://127.0.0.1:1/api/hello"]);
+    }
+}

@@ -1,0 +1,73 @@
+//! Shared by compare's integration tests: where the binaries are, a bench on this machine's cores, and the
+//! record schema.
+
+#![allow(dead_code)] // each test file uses part of it
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use compare::cells::Bench;
+use serde_json::Value;
+
+pub const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schemas/compare/record.schema.json");
+
+/// The directory cargo built this package's binaries into (target/debug in `cargo test`).
+pub fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_compare")).parent().expect("bin dir").to_path_buf()
+}
+
+pub fn compare_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_compare"))
+}
+
+/// loadgen next to compare; a clear failure (never a skip) when it is not built.
+pub fn loadgen() -> PathBuf {
+    let path = bin_dir().join("loadgen");
+    assert!(
+        path.is_file(),
+        "{} not found: build it with `cargo build -p loadgen` (`cargo test --workspace` builds it)",
+        path.display()
+    );
+    path
+}
+
+/// Server on CPU 0, loader on CPU 1 when there is one.
+pub fn cores() -> (String, String) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    ("0".into(), if cpus > 1 { "1".into() } else { "0".into() })
+}
+
+pub fn bench(logdir: &Path, duration: Duration) -> Bench {
+    let (server, loader) = cores();
+    Bench {
+        loadgen: loadgen(),
+        server_cores: server,
+        loader_cores: loader,
+        warmup: Duration::ZERO,
+        duration,
+        request_timeout: Duration::from_secs(5),
+        ready_timeout: Duration::from_secs(30),
+        logdir: logdir.to_path_buf(),
+    }
+}
+
+pub fn validator() -> jsonschema::Validator {
+    let raw = std::fs::read_to_string(SCHEMA_PATH).unwrap_or_else(|e| panic!("reading {SCHEMA_PATH}: {e}"));
+    let schema: Value = serde_json::from_str(&raw).unwrap_or_else(|e| panic!("{SCHEMA_PATH} is not JSON: {e}"));
+    jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{SCHEMA_PATH} is not a valid schema: {e}"))
+}
+
+pub fn assert_valid(v: &jsonschema::Validator, instance: &Value) {
+    let errors: Vec<String> = v.iter_errors(instance).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "record does not match the schema:\n{}\n{instance}", errors.join("\n"));
+}
+
+pub fn meta() -> compare::records::RunMeta {
+    let (server, loader) = cores();
+    compare::records::RunMeta {
+        run_id: "20260101T000000Z-test".into(),
+        command: vec!["compare".into(), "--test".into()],
+        machine: compare::records::machine_info(),
+        layout: compare::records::Layout { server_cores: server, loader_cores: loader.clone(), db_cores: loader },
+    }
+}

@@ -1,0 +1,70 @@
+//! `compare --quick` over every workload and runtime, end to end, on the debug builds next to this test
+//! (target/debug): real PostgreSQL and Redis, the pinned Bun and Node peers, the floor. It skips nothing:
+//! when something is missing it fails with the step that installs it. No figure is asserted, only that every
+//! cell passed its checks and every run counted and was recorded as the schema says.
+
+mod common;
+
+use std::process::Command;
+
+use compare::records::{self, Kind};
+
+#[test]
+fn quick_comparison_of_every_workload() {
+    let bin_dir = common::bin_dir();
+    let missing: Vec<String> = ["flight-rs", "scribe-rs", "metadata-rs", "loadgen"]
+        .iter()
+        .filter(|b| !bin_dir.join(b).is_file())
+        .map(|b| b.to_string())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{missing:?} not built in {}: `cargo build -p flight -p scribe -p metadata -p loadgen` \
+         (`cargo test --workspace` builds them)",
+        bin_dir.display()
+    );
+    let out = tempfile::tempdir().expect("temp dir");
+    let (server, loader) = common::cores();
+    let run = Command::new(common::compare_exe())
+        .args(["--quick", "--server-cores", &server, "--loader-cores", &loader, "--db-cores", &loader])
+        .arg("--bin-dir")
+        .arg(&bin_dir)
+        .arg("--out-dir")
+        .arg(out.path())
+        .output()
+        .expect("run compare");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    // Missing Bun/Node or PostgreSQL/Redis: compare's own message names the install step.
+    assert!(run.status.success(), "compare --quick failed ({}):\n{stderr}", run.status);
+
+    let files: Vec<_> = std::fs::read_dir(out.path()).expect("out dir").flatten().map(|e| e.path()).collect();
+    let jsonl: Vec<_> = files.iter().filter(|p| p.extension().is_some_and(|x| x == "jsonl")).cloned().collect();
+    assert_eq!(jsonl.len(), 1, "{files:?}");
+    let md = jsonl[0].with_extension("md");
+    assert_eq!(String::from_utf8_lossy(&run.stdout), std::fs::read_to_string(&md).expect("markdown"));
+
+    let v = common::validator();
+    for line in std::fs::read_to_string(&jsonl[0]).expect("jsonl").lines() {
+        common::assert_valid(&v, &serde_json::from_str(line).expect("JSON line"));
+    }
+    let recs = records::read_jsonl(&jsonl).expect("records");
+    for workload in compare::workloads::NAMES {
+        for runtime in ["rust", "bun", "node", "floor"] {
+            let of =
+                |k: Kind| recs.iter().filter(move |r| r.workload == workload && r.runtime == runtime && r.kind == k);
+            let voids: Vec<String> = recs
+                .iter()
+                .filter(|r| r.workload == workload && r.runtime == runtime && r.void)
+                .map(|r| format!("{} {}: {}", r.kind.as_str(), r.round, r.void_reason.as_deref().unwrap_or("")))
+                .collect();
+            assert!(voids.is_empty(), "{workload} {runtime}: {voids:#?}\n{stderr}");
+            assert_eq!(of(Kind::Check).count(), 1, "{workload} {runtime} check");
+            assert_eq!(of(Kind::Startup).count(), 2, "{workload} {runtime} startups");
+            assert_eq!(of(Kind::Closed).count(), 1, "{workload} {runtime} closed runs");
+            assert_eq!(of(Kind::Open).count(), 1, "{workload} {runtime} open runs");
+            assert!(
+                of(Kind::Closed).all(|r| r.req_per_s.is_some_and(|x| x > 0.0) && r.server_cpu_us_per_resp.is_some())
+            );
+        }
+    }
+}
