@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Prepare everything bench/flight_hello.py, bench/loadgen_vs_wrk.py and bench/notes_bench.py need; safe to run again and again.
+# Prepare everything compare and the bench/*.py harnesses need; safe to run again and again.
 #   - wrk (Debian package) for load
 #   - the pinned Bun and Node 22 peers from bench/peers/package-lock.json (npm ci)
-#   - the release builds of flight-rs and loadgen
+#   - the release builds of flight-rs, scribe-rs, metadata-rs, loadgen and compare
 # Everything comes from the package registries this project may use (apt, npm, crates.io).
 set -euo pipefail
 
@@ -50,9 +50,9 @@ fi
 "$bun_bin" --version >/dev/null
 "$node_bin" --version >/dev/null
 
-# 3. The Rust servers and load generator (target/release/flight-rs, scribe-rs and loadgen, or under
+# 3. The Rust servers, load generator and compare (target/release/…, or under
 # $CARGO_TARGET_DIR when set). cargo itself decides whether anything changed, so this is cheap when up to date.
-echo "setup: cargo build --release -p flight -p loadgen -p scribe -p metadata"
-(cd "$repo" && cargo build --release -p flight -p loadgen -p scribe -p metadata)
+echo "setup: cargo build --release -p flight -p loadgen -p scribe -p metadata -p compare"
+(cd "$repo" && cargo build --release -p flight -p loadgen -p scribe -p metadata -p compare)
 
 echo "setup: ok (bun $("$bun_bin" --version), node $("$node_bin" --version), $(wrk --version 2>&1 | head -n1 | cut -d' ' -f1-2))"

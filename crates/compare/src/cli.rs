@@ -192,6 +192,12 @@ impl RunArgs {
             bail!("--tail-rate must be a non-negative number");
         }
         let server = crate::procfs::parse_cores(&self.server_cores).context("--server-cores")?;
+        if server.len() != 1 {
+            // Every runtime runs as one process with one event loop (rust: one worker); a wider server core set
+            // would leave cores idle and measure nothing sensible. N-core runs (rust workers per core, a Node
+            // cluster, Bun with reusePort) are still to come.
+            bail!("--server-cores must name exactly one core for now (N-core layouts are not implemented yet)");
+        }
         let loader = crate::procfs::parse_cores(&self.loader_cores).context("--loader-cores")?;
         crate::procfs::parse_cores(&self.db_cores).context("--db-cores")?;
         if !server.is_disjoint(&loader) {
