@@ -20,6 +20,7 @@ pub mod report;
 pub mod source;
 pub mod stats;
 pub mod target;
+mod timer;
 mod worker;
 
 use std::io::Write;

@@ -18,6 +18,7 @@ use crate::cli::Schedule;
 use crate::http1::ResponseParser;
 use crate::source::{Cursor, Rng, Source};
 use crate::stats::{WorkerStats, new_histogram, thread_cpu_us};
+use crate::timer::SendTimer;
 
 /// How often timeouts and reconnect backoffs are checked: the timeout's resolution.
 const SWEEP_EVERY: Duration = Duration::from_millis(5);
@@ -126,6 +127,8 @@ struct Worker<'a> {
     interval_responses: u64,
     interval_errors: u64,
     last_error: Option<String>,
+    /// Open loop only: wakes the loop at the next send time (see `timer`).
+    send_timer: Option<SendTimer>,
 }
 
 /// Runs the worker until `plan.end`; returns what it measured after `plan.measure_from`.
@@ -134,8 +137,11 @@ pub fn run(plan: Plan, shared: Arc<Shared>, ticks: Option<Sender<Tick>>) -> io::
         core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
     }
     let open_loop = plan.rate.is_some();
+    let poll = Poll::new()?;
+    let send_timer = if open_loop { Some(SendTimer::new(poll.registry())?) } else { None };
     let mut worker = Worker {
-        poll: Poll::new()?,
+        poll,
+        send_timer,
         conns: (0..plan.connections).map(|_| Conn::new(plan.pipeline)).collect(),
         cursor: shared.source.cursor(plan.seed, plan.index),
         stats: WorkerStats::new(open_loop),
@@ -206,6 +212,9 @@ impl Worker<'_> {
             let mut wait = next_sweep.saturating_duration_since(now).min(self.plan.end.saturating_duration_since(now));
             if self.open_loop {
                 wait = wait.min(self.next_send.saturating_duration_since(now));
+                if let Some(timer) = &mut self.send_timer {
+                    timer.arm(self.next_send, now)?;
+                }
             }
             if !self.measuring {
                 wait = wait.min(self.plan.measure_from.saturating_duration_since(now));
@@ -216,6 +225,12 @@ impl Worker<'_> {
                 Err(e) => return Err(e),
             }
             for event in events.iter() {
+                if event.token() == SendTimer::TOKEN {
+                    if let Some(timer) = &mut self.send_timer {
+                        timer.fired();
+                    }
+                    continue;
+                }
                 let i = event.token().0;
                 if i >= self.conns.len() {
                     continue;
