@@ -106,8 +106,28 @@ impl Postgres {
         self.dir.path().join("data")
     }
 
+    /// Starts the server and waits until it accepts connections. Right after an immediate stop the old
+    /// server's backends can hold its shared memory for a moment longer than the postmaster lives, and a new
+    /// postmaster then refuses to start ("pre-existing shared memory block is still in use"); so an early exit
+    /// is retried for a few seconds before it fails the test, with the server's log in the message.
     fn spawn(&mut self) {
+        let mut attempt = 1;
+        loop {
+            match self.try_spawn() {
+                Ok(()) => return,
+                Err(_) if attempt < 20 => {
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    fn try_spawn(&mut self) -> Result<(), String> {
         let socket_dir = self.dir.path().to_path_buf();
+        let log_path = self.dir.path().join("postgres.log");
+        let log = std::fs::File::create(&log_path).map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
         let child = self
             .command("postgres")
             .arg("-D")
@@ -117,7 +137,7 @@ impl Postgres {
             .arg("-k")
             .arg(&socket_dir)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .unwrap_or_else(|e| panic!("could not start postgres: {e}"));
         self.child = Some(child);
@@ -128,12 +148,14 @@ impl Postgres {
                 .status()
                 .is_ok_and(|s| s.success());
             if ready {
-                return;
+                return Ok(());
             }
             if let Some(child) = self.child.as_mut()
                 && let Ok(Some(status)) = child.try_wait()
             {
-                panic!("postgres exited during startup: {status}");
+                self.child = None;
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                return Err(format!("postgres exited during startup: {status}; its log:\n{log}"));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
