@@ -373,20 +373,8 @@ pub fn void_reasons(run: &LoadgenRun, also_ok: &[u16], warmup: bool) -> Vec<Stri
     if !bad.is_empty() {
         reasons.push(format!("unexpected statuses {}", bad.join(", ")));
     }
-    let e = &rep.errors;
-    let errors: Vec<String> = [
-        ("connect", e.connect),
-        ("read", e.read),
-        ("write", e.write),
-        ("timeout", e.timeout),
-        ("parse", e.parse),
-        ("closed", e.closed),
-        ("assertion", e.assertion),
-    ]
-    .iter()
-    .filter(|(_, n)| *n > 0)
-    .map(|(k, n)| format!("{k} {n}"))
-    .collect();
+    let errors: Vec<String> =
+        rep.errors.by_kind().iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
     if !errors.is_empty() {
         reasons.push(format!("errors: {}", errors.join(", ")));
     }
@@ -485,19 +473,7 @@ fn measure_on(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mu
         let l = &rep.latency;
         rec.latency_us = Some(LatencyUs { p50: l.p50_us, p99: l.p99_us, p999: l.p99_9_us, max: l.max_us });
         rec.statuses = rep.status.clone();
-        let e = &rep.errors;
-        rec.errors = [
-            ("connect", e.connect),
-            ("read", e.read),
-            ("write", e.write),
-            ("timeout", e.timeout),
-            ("parse", e.parse),
-            ("closed", e.closed),
-            ("assertion", e.assertion),
-        ]
-        .into_iter()
-        .map(|(k, n)| (k.to_string(), n))
-        .collect();
+        rec.errors = rep.errors.by_kind().into_iter().map(|(k, n)| (k.to_string(), n)).collect();
         rec.rate_achieved = rep.open_loop.as_ref().map(|o| o.achieved_rate);
         let cpu_us = (cpu1.total_us() - cpu0.total_us()).max(0.0);
         if rep.responses > 0 {

@@ -70,16 +70,8 @@ fn write_text(out: &mut String, r: &Report, latency: bool) -> std::fmt::Result {
     }
     let e = &r.errors;
     if e.total() > 0 {
-        let kinds = [
-            ("connect", e.connect),
-            ("read", e.read),
-            ("write", e.write),
-            ("timeout", e.timeout),
-            ("parse", e.parse),
-            ("closed", e.closed),
-            ("assertion", e.assertion),
-        ];
-        let nonzero: Vec<String> = kinds.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        let nonzero: Vec<String> =
+            e.by_kind().iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
         writeln!(out, "  Errors: {}", nonzero.join(", "))?;
     }
     if r.non_2xx_3xx > 0 {

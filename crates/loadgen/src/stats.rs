@@ -34,7 +34,20 @@ pub struct Errors {
 
 impl Errors {
     pub fn total(&self) -> u64 {
-        self.connect + self.read + self.write + self.timeout + self.parse + self.closed + self.assertion
+        self.by_kind().iter().map(|(_, n)| n).sum()
+    }
+
+    /// Each count with its name, in report order (for text summaries and records).
+    pub fn by_kind(&self) -> [(&'static str, u64); 7] {
+        [
+            ("connect", self.connect),
+            ("read", self.read),
+            ("write", self.write),
+            ("timeout", self.timeout),
+            ("parse", self.parse),
+            ("closed", self.closed),
+            ("assertion", self.assertion),
+        ]
     }
 
     pub fn add(&mut self, other: &Errors) {

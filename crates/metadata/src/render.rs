@@ -65,7 +65,7 @@ pub fn render(id: &str, region: &str, row: &Row<'_>, out: &mut Vec<u8>) -> Resul
     push_duration(out, row.duration_s.unwrap_or(0));
     out.extend_from_slice(b"\",\"views\":");
     match row.views {
-        Some(views) => out.extend_from_slice(itoa(views).as_bytes()),
+        Some(views) => out.extend_from_slice(views.to_string().as_bytes()),
         None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(if trending { b",\"trending\":true}" } else { b",\"trending\":false}" });
@@ -83,11 +83,11 @@ fn push_duration(out: &mut Vec<u8>, seconds: i64) {
     let s = seconds.max(0);
     let (hours, minutes, secs) = (s / 3600, s % 3600 / 60, s % 60);
     if hours > 0 {
-        out.extend_from_slice(itoa(hours).as_bytes());
+        out.extend_from_slice(hours.to_string().as_bytes());
         out.push(b':');
         push_two_digits(out, minutes);
     } else {
-        out.extend_from_slice(itoa(minutes).as_bytes());
+        out.extend_from_slice(minutes.to_string().as_bytes());
     }
     out.push(b':');
     push_two_digits(out, secs);
@@ -96,10 +96,6 @@ fn push_duration(out: &mut Vec<u8>, seconds: i64) {
 fn push_two_digits(out: &mut Vec<u8>, n: i64) {
     out.push(b'0' + (n / 10) as u8);
     out.push(b'0' + (n % 10) as u8);
-}
-
-fn itoa(n: i64) -> String {
-    n.to_string()
 }
 
 fn push_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
