@@ -10,7 +10,10 @@
 //   GET /api/hello -> 200 {"message":"Hello from Flight!"}  application/json
 //   GET /healthz   -> 200 {"status":"ok"}                   application/json
 //   anything else  -> 404 {"error":"not found"}             application/json
-// Env: PORT (default 3000), HOSTNAME (default 127.0.0.1).
+// Env: PORT (default 3000), HOSTNAME (default 127.0.0.1), PEER_PROCESSES (default 1: one process;
+// N > 1: N processes on the port with reusePort, see ../processes.mjs).
+// @ts-ignore -- plain ESM module without type declarations
+import { bunProcesses } from "../processes.mjs";
 
 const HELLO = JSON.stringify({ message: "Hello from Flight!" });
 const HEALTH = JSON.stringify({ status: "ok" });
@@ -20,11 +23,15 @@ const JSON_HEADERS = { "content-type": "application/json" };
 
 const json = (body: string, status = 200) => new Response(body, { status, headers: JSON_HEADERS });
 
+// PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
+const reusePort = bunProcesses("hello-bun");
+
 const server = Bun.serve({
   port: Number(process.env.PORT ?? 3000),
   hostname: process.env.HOSTNAME ?? "127.0.0.1",
   // Development mode adds error pages and checks; a benchmark peer runs as in production.
   development: false,
+  reusePort,
   routes: {
     // Method-keyed so other methods fall through to `fetch` and get the JSON 404.
     "/api/hello": { GET: () => json(HELLO) },

@@ -7,8 +7,13 @@
 //   GET /api/hello -> 200 {"message":"Hello from Flight!"}  application/json
 //   GET /healthz   -> 200 {"status":"ok"}                   application/json
 //   anything else  -> 404 {"error":"not found"}             application/json
-// Env: PORT (default 3000), HOSTNAME (default 127.0.0.1).
+// Env: PORT (default 3000), HOSTNAME (default 127.0.0.1), PEER_PROCESSES (default 1: one process;
+// N > 1: a node:cluster primary and N workers, see ../processes.mjs).
 import http from "node:http";
+import { clusterPrimary } from "../processes.mjs";
+
+// PEER_PROCESSES=N > 1: this process becomes the cluster primary and stops here; workers go on.
+await clusterPrimary("hello-node");
 
 // Bodies are encoded once; each response still goes through node:http's normal path.
 const HELLO = Buffer.from(JSON.stringify({ message: "Hello from Flight!" }));

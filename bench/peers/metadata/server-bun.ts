@@ -2,10 +2,13 @@
 // around the shared handler in metadata.mjs (the same code server-node.mjs runs), over bun:sqlite.
 // Routes and answers: see metadata.mjs.
 //   METADATA_DB=/tmp/metadata.db bun run bench/peers/metadata/server-bun.ts
-// Env: METADATA_PORT (3001), METADATA_HOSTNAME (127.0.0.1), METADATA_DB (metadata.db).
+// Env: METADATA_PORT (3001), METADATA_HOSTNAME (127.0.0.1), METADATA_DB (metadata.db), PEER_PROCESSES
+// (1: one process; N > 1: N processes on the port with reusePort, see ../processes.mjs).
 import { Database } from "bun:sqlite";
 // @ts-ignore -- plain ESM module without type declarations
 import { CONTENT_TYPE, HEALTH_SQL, LOOKUP_SQL, PRAGMAS, configFromEnv, createStore, handle, targetOfUrl } from "./metadata.mjs";
+// @ts-ignore -- plain ESM module without type declarations
+import { bunProcesses } from "../processes.mjs";
 
 let cfg: { port: number; host: string; db: string };
 try {
@@ -14,6 +17,8 @@ try {
   console.error(`metadata-bun: ${(e as Error).message}`);
   process.exit(64);
 }
+// PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
+const reusePort = bunProcesses("metadata-bun");
 
 // Read-only, the pragmas, both statements prepared once; any failure here is "database unavailable".
 function open(path: string) {
@@ -36,6 +41,7 @@ const server = Bun.serve({
   hostname: cfg.host,
   // Development mode adds error pages and checks; a benchmark peer runs as in production.
   development: false,
+  reusePort,
   fetch(req) {
     const r = handle(store, req.method, targetOfUrl(req.url));
     // content-type set explicitly: Response.json() would add ";charset=utf-8". Bun sets the

@@ -2,10 +2,12 @@
 // handler in metadata.mjs (the same code server-bun.ts runs), over node:sqlite (DatabaseSync).
 // Routes and answers: see metadata.mjs.
 //   METADATA_DB=/tmp/metadata.db node bench/peers/metadata/server-node.mjs
-// Env: METADATA_PORT (3001), METADATA_HOSTNAME (127.0.0.1), METADATA_DB (metadata.db).
+// Env: METADATA_PORT (3001), METADATA_HOSTNAME (127.0.0.1), METADATA_DB (metadata.db), PEER_PROCESSES
+// (1: one process; N > 1: a node:cluster primary and N workers, see ../processes.mjs).
 import http from "node:http";
 import { DatabaseSync } from "node:sqlite";
 import { CONTENT_TYPE, HEALTH_SQL, LOOKUP_SQL, PRAGMAS, configFromEnv, createStore, handle } from "./metadata.mjs";
+import { clusterPrimary } from "../processes.mjs";
 
 let cfg;
 try {
@@ -14,6 +16,8 @@ try {
   console.error(`metadata-node: ${e.message}`);
   process.exit(64);
 }
+// PEER_PROCESSES=N > 1: this process becomes the cluster primary and stops here; workers go on.
+await clusterPrimary("metadata-node");
 
 // Read-only, the pragmas, both statements prepared once; any failure here is "database unavailable".
 function open(path) {

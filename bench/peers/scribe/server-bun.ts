@@ -2,8 +2,12 @@
 // handler in scribe.mjs (the same code server-node.mjs runs). Env and routes: see scribe.mjs.
 //   SCRIBE_VARIANT=fixed DATABASE_URL=postgres://postgres@127.0.0.1:5432/scribe \
 //     REDIS_URL=redis://127.0.0.1:6379 bun run bench/peers/scribe/server-bun.ts
+// PEER_PROCESSES (default 1: one process; N > 1: N processes on the port with reusePort, each with
+// its own pools; see ../processes.mjs).
 // @ts-ignore -- plain ESM module without type declarations
 import { configFromEnv, createApp } from "./scribe.mjs";
+// @ts-ignore -- plain ESM module without type declarations
+import { bunProcesses } from "../processes.mjs";
 
 let cfg;
 try {
@@ -12,6 +16,8 @@ try {
   console.error(`scribe-bun: ${(e as Error).message}`);
   process.exit(64);
 }
+// PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
+const reusePort = bunProcesses("scribe-bun");
 const app = await createApp(cfg);
 
 // Same content-type as the Node peer (and express's res.json).
@@ -22,6 +28,7 @@ const server = Bun.serve({
   hostname: cfg.host,
   // Development mode adds error pages and checks; a benchmark peer runs as in production.
   development: false,
+  reusePort,
   maxRequestBodySize: cfg.payloadLimit,
   async fetch(req) {
     const url = req.url;

@@ -2,8 +2,11 @@
 // handler in scribe.mjs (the same code server-bun.ts runs). Env and routes: see scribe.mjs.
 //   SCRIBE_VARIANT=fixed DATABASE_URL=postgres://postgres@127.0.0.1:5432/scribe \
 //     REDIS_URL=redis://127.0.0.1:6379 node bench/peers/scribe/server-node.mjs
+// PEER_PROCESSES (default 1: one process; N > 1: a node:cluster primary and N workers, each with
+// its own pools; see ../processes.mjs).
 import http from "node:http";
 import { configFromEnv, createApp } from "./scribe.mjs";
+import { clusterPrimary } from "../processes.mjs";
 
 let cfg;
 try {
@@ -12,6 +15,8 @@ try {
   console.error(`scribe-node: ${e.message}`);
   process.exit(64);
 }
+// PEER_PROCESSES=N > 1: this process becomes the cluster primary and stops here; workers go on.
+await clusterPrimary("scribe-node");
 const app = await createApp(cfg);
 
 const TOO_LARGE = JSON.stringify({ error: "payload too large" });
