@@ -34,12 +34,14 @@ pub struct ServerSpec {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
+    /// Not started at all: a server already listening on this port, with its pid when known (`--target`).
+    pub attach: Option<(u16, Option<u32>)>,
 }
 
 impl ServerSpec {
     pub fn new(name: &str, program: PathBuf) -> ServerSpec {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        ServerSpec { name: name.to_string(), program, args: Vec::new(), env: Vec::new(), cwd }
+        ServerSpec { name: name.to_string(), program, args: Vec::new(), env: Vec::new(), cwd, attach: None }
     }
 }
 
@@ -71,10 +73,13 @@ pub fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?.port())
 }
 
-/// A started server: pinned with taskset, in its own process group, output to a log file.
+/// A started server: pinned with taskset, in its own process group, output to a log file. Or one that was
+/// already running (`--target NAME=URL`): never signalled, with a pid only when the user gave it.
 #[derive(Debug)]
 pub struct Server {
-    proc: Spawned,
+    proc: Option<Spawned>,
+    pid: Option<u32>,
+    name: String,
     pub port: u16,
     started: Instant,
     log: PathBuf,
@@ -82,6 +87,10 @@ pub struct Server {
 
 impl Server {
     pub fn start(spec: &ServerSpec, cores: &str, logdir: &std::path::Path) -> anyhow::Result<Server> {
+        if let Some((port, pid)) = spec.attach {
+            let (name, started, log) = (spec.name.clone(), Instant::now(), PathBuf::new());
+            return Ok(Server { proc: None, pid, name, port, started, log });
+        }
         let port = free_port()?;
         let subst = |s: &str| s.replace("{port}", &port.to_string());
         let log = logdir.join(format!("{}-{port}.log", spec.name));
@@ -99,15 +108,22 @@ impl Server {
         // taskset execs the server, so the child's pid is the server's own.
         let started = Instant::now();
         let proc = Spawned::spawn(cmd, &spec.name).with_context(|| format!("starting {}", spec.program.display()))?;
-        Ok(Server { proc, port, started, log })
+        let pid = Some(proc.pid());
+        Ok(Server { proc: Some(proc), pid, name: spec.name.clone(), port, started, log })
     }
 
-    pub fn pid(&self) -> u32 {
-        self.proc.pid()
+    /// The server's pid, when known: its process tree is what CPU and RSS are read from.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// RSS of the server's process tree; `None` without a pid.
+    pub fn rss_kib(&self) -> Option<u64> {
+        self.pid.map(procfs::tree_rss_kib)
     }
 
     pub fn exited(&mut self) -> Option<ExitStatus> {
-        self.proc.try_wait().ok().flatten()
+        self.proc.as_mut().and_then(|p| p.try_wait().ok().flatten())
     }
 
     /// Polls GET `path` until a 200; the time since exec.
@@ -115,7 +131,7 @@ impl Server {
         let mut last = None;
         loop {
             if let Some(status) = self.exited() {
-                bail!("{} exited ({status}) before answering{}", self.proc.name(), self.log_tail(12));
+                bail!("{} exited ({status}) before answering{}", self.name, self.log_tail(12));
             }
             match crate::http::request(self.port, "GET", path, None, Duration::from_secs(2)) {
                 Ok(r) if r.status == 200 => return Ok(self.started.elapsed()),
@@ -125,11 +141,7 @@ impl Server {
             crate::process::check_interrupted()?;
             if self.started.elapsed() > timeout {
                 let last = last.map_or("none".to_string(), |s| s.to_string());
-                bail!(
-                    "{}: no 200 on {path} within {timeout:?} (last status {last}){}",
-                    self.proc.name(),
-                    self.log_tail(12)
-                );
+                bail!("{}: no 200 on {path} within {timeout:?} (last status {last}){}", self.name, self.log_tail(12));
             }
             std::thread::sleep(READY_POLL);
         }
@@ -137,14 +149,19 @@ impl Server {
 
     /// The server's last output lines, each on its own indented line.
     pub fn log_tail(&self, n: usize) -> String {
+        if self.proc.is_none() {
+            return String::new();
+        }
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(n)..].iter().map(|l| format!("\n    | {l}")).collect()
     }
 
-    /// Kills the server's whole process group and reaps it.
-    pub fn stop(mut self) {
-        self.proc.kill();
+    /// Kills the server's whole process group and reaps it; a server compare did not start is left alone.
+    pub fn stop(self) {
+        if let Some(mut proc) = self.proc {
+            proc.kill();
+        }
     }
 }
 
@@ -208,9 +225,11 @@ pub fn check(bench: &Bench, input: &CheckInput<'_>, rec: &mut Record) -> Vec<Out
             return Vec::new();
         }
     };
-    rec.startup_ms = Some(ms(elapsed));
+    if spec.attach.is_none() {
+        rec.startup_ms = Some(ms(elapsed));
+    }
     std::thread::sleep(SETTLE);
-    rec.rss_idle_kib = Some(procfs::tree_rss_kib(server.pid()));
+    rec.rss_idle_kib = server.rss_kib();
     let answers: Vec<Outcome> = chosen.iter().map(|p| p.ask(server.port)).collect();
     if let Some(status) = server.exited() {
         rec.void_because(format!("exited ({status}) during the probes{}", server.log_tail(12)));
@@ -434,7 +453,7 @@ pub fn measure(bench: &Bench, input: &RunInput<'_>, rec: &mut Record) {
 
 fn measure_on(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mut Record) -> anyhow::Result<()> {
     std::thread::sleep(SETTLE);
-    rec.rss_idle_kib = Some(procfs::tree_rss_kib(server.pid()));
+    rec.rss_idle_kib = server.rss_kib();
     if let Some(prime) = input.prime {
         match prime.ask(server.port) {
             Ok(a) if (200..300).contains(&a.status) => {}
@@ -458,11 +477,11 @@ fn measure_on(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mu
 
     let server_cores: BTreeSet<usize> = procfs::parse_cores(&bench.server_cores)?;
     let ticks0 = procfs::core_ticks(&server_cores)?;
-    let cpu0 = procfs::tree_cpu(server.pid());
+    let cpu0 = server.pid().map(procfs::tree_cpu);
     let run = run_loadgen(bench, server.port, input.load, bench.duration, input.rate, input.tag)?;
-    let cpu1 = procfs::tree_cpu(server.pid());
+    let cpu1 = server.pid().map(procfs::tree_cpu);
     let ticks1 = procfs::core_ticks(&server_cores)?;
-    rec.rss_after_kib = Some(procfs::tree_rss_kib(server.pid()));
+    rec.rss_after_kib = server.rss_kib();
     crate::process::check_interrupted()?;
 
     let reasons = void_reasons(&run, input.also_ok, false);
@@ -475,17 +494,21 @@ fn measure_on(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mu
         rec.statuses = rep.status.clone();
         rec.errors = rep.errors.by_kind().into_iter().map(|(k, n)| (k.to_string(), n)).collect();
         rec.rate_achieved = rep.open_loop.as_ref().map(|o| o.achieved_rate);
-        let cpu_us = (cpu1.total_us() - cpu0.total_us()).max(0.0);
+        // Without a pid (a running --target) there is no process tree to read: CPU stays unmeasured, and so
+        // does the busy share, since nothing says the server runs on the server cores.
+        let cpu_us = cpu0.zip(cpu1).map(|(a, b)| (b.total_us() - a.total_us()).max(0.0));
         if rep.responses > 0 {
-            rec.server_cpu_us_per_resp = Some(cpu_us / rep.responses as f64);
+            rec.server_cpu_us_per_resp = cpu_us.map(|us| us / rep.responses as f64);
             rec.loader_cpu_us_per_resp = Some(rep.cpu.us_per_response);
         }
-        let busy = procfs::busy_pct(ticks0, ticks1);
-        let wall_us = run.wall.as_secs_f64() * 1e6 * server_cores.len().max(1) as f64;
-        let own = 100.0 * cpu_us / wall_us.max(1.0);
-        rec.server_busy_pct = Some(busy);
-        rec.server_other_pct = Some((busy - own).max(0.0));
-        rec.loader_bound = (rec.kind == Kind::Closed).then_some(busy < LOADER_BOUND_PCT);
+        if let Some(cpu_us) = cpu_us {
+            let busy = procfs::busy_pct(ticks0, ticks1);
+            let wall_us = run.wall.as_secs_f64() * 1e6 * server_cores.len().max(1) as f64;
+            let own = 100.0 * cpu_us / wall_us.max(1.0);
+            rec.server_busy_pct = Some(busy);
+            rec.server_other_pct = Some((busy - own).max(0.0));
+            rec.loader_bound = (rec.kind == Kind::Closed).then_some(busy < LOADER_BOUND_PCT);
+        }
     }
     for r in reasons {
         rec.void_because(r);

@@ -60,9 +60,14 @@ pub struct RunArgs {
     /// Comma list of hello-bare, hello-default, notes-read, notes-write, metadata (or `all`).
     #[arg(long, env = "COMPARE_WORKLOADS", default_value = "all")]
     pub workloads: String,
-    /// Comma list of rust, bun, node, floor (or `all`); rust's answers are the reference.
+    /// Comma list of rust, bun, node, koa (hello only), floor (or `all`); rust's answers are the reference.
     #[arg(long, env = "COMPARE_RUNTIMES", default_value = "all")]
     pub runtimes: String,
+    /// One more cell per workload, repeatable: `NAME=http://127.0.0.1:PORT[,pid=PID]` for a server already
+    /// running (CPU and RSS only with its pid; never restarted, no cold starts), or `NAME=cmd:COMMAND` for
+    /// one compare starts per run with `sh -c` (PORT set, `{port}` replaced) like the built-in runtimes.
+    #[arg(long = "target", value_name = "NAME=URL[,pid=PID]|NAME=cmd:COMMAND")]
+    pub targets: Vec<String>,
     /// Measured runs per cell, interleaved round by round [default: 3; --quick: 1].
     #[arg(long, env = "COMPARE_RUNS")]
     pub runs: Option<u32>,
@@ -132,6 +137,8 @@ pub struct Config {
     pub warmup: Duration,
     pub connections: Option<u32>,
     pub server_cores: String,
+    /// One per server core: rust workers, Node cluster workers, Bun processes.
+    pub server_processes: usize,
     pub loader_cores: String,
     pub db_cores: String,
     pub startup_runs: u32,
@@ -192,11 +199,29 @@ impl RunArgs {
             bail!("--tail-rate must be a non-negative number");
         }
         let server = crate::procfs::parse_cores(&self.server_cores).context("--server-cores")?;
-        if server.len() != 1 {
-            // Every runtime runs as one process with one event loop (rust: one worker); a wider server core set
-            // would leave cores idle and measure nothing sensible. N-core runs (rust workers per core, a Node
-            // cluster, Bun with reusePort) are still to come.
-            bail!("--server-cores must name exactly one core for now (N-core layouts are not implemented yet)");
+        let mut runtimes = runtimes::parse_list(&self.runtimes)?;
+        if server.len() > 1 {
+            // N cores: rust runs N workers, Node a cluster of N, Bun N processes sharing the port. koa (Flight's
+            // one worker) and the floor (one thread) would leave cores idle and their ratios would mean nothing.
+            let dropped: Vec<&str> = runtimes.iter().filter(|r| !r.scales_to_cores()).map(|r| r.name()).collect();
+            if !dropped.is_empty() {
+                eprintln!(
+                    "compare: {} run as one process; left out of this {}-core layout",
+                    dropped.join(", "),
+                    server.len()
+                );
+            }
+            runtimes.retain(|r| r.scales_to_cores());
+        }
+        for spec in &self.targets {
+            let target = runtimes::leak_target(crate::target::parse(spec)?);
+            if runtimes.iter().any(|r| r.name() == target.name()) {
+                bail!("--target {spec:?}: the name {:?} is taken", target.name());
+            }
+            runtimes.push(target);
+        }
+        if runtimes.is_empty() {
+            bail!("no runtime left to measure");
         }
         let loader = crate::procfs::parse_cores(&self.loader_cores).context("--loader-cores")?;
         crate::procfs::parse_cores(&self.db_cores).context("--db-cores")?;
@@ -213,7 +238,8 @@ impl RunArgs {
         Ok(Config {
             paths: Paths { repo: repo.clone(), bin_dir, compare_exe },
             workloads: workloads::parse_list(&self.workloads)?,
-            runtimes: runtimes::parse_list(&self.runtimes)?,
+            runtimes,
+            server_processes: server.len(),
             runs,
             duration,
             warmup,
@@ -268,6 +294,18 @@ mod tests {
         assert!(parse(&["--server-cores", "x"]).is_err());
         assert!(parse(&["--workloads", "hello"]).is_err());
         assert!(parse(&["--tail-rate", "-1"]).is_err());
+        assert!(parse(&["--target", "rust=http://127.0.0.1:1"]).is_err());
+        assert!(parse(&["--target", "a=cmd:x", "--target", "a=cmd:y"]).is_err());
+    }
+
+    #[test]
+    fn targets_and_layouts() {
+        let c = parse(&["--runtimes", "rust", "--target", "mine=http://127.0.0.1:8080"]).expect("target");
+        assert_eq!(c.runtimes.iter().map(|r| r.name()).collect::<Vec<_>>(), ["rust", "mine"]);
+        let c = parse(&["--server-cores", "0,1", "--loader-cores", "1"]).expect("two cores");
+        assert_eq!(c.server_processes, 2);
+        assert_eq!(c.runtimes, [Runtime::Rust, Runtime::Bun, Runtime::Node], "koa and floor are one process");
+        assert!(parse(&["--server-cores", "0,1", "--runtimes", "floor"]).is_err());
     }
 
     #[test]

@@ -26,4 +26,5 @@ pub mod records;
 pub mod report;
 pub mod run;
 pub mod runtimes;
+pub mod target;
 pub mod workloads;

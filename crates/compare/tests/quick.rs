@@ -49,7 +49,8 @@ fn quick_comparison_of_every_workload() {
     }
     let recs = records::read_jsonl(&jsonl).expect("records");
     for workload in compare::workloads::NAMES {
-        for runtime in ["rust", "bun", "node", "floor"] {
+        let koa = workload.starts_with("hello").then_some("koa");
+        for runtime in ["rust", "bun", "node", "floor"].into_iter().chain(koa) {
             let of =
                 |k: Kind| recs.iter().filter(move |r| r.workload == workload && r.runtime == runtime && r.kind == k);
             let voids: Vec<String> = recs

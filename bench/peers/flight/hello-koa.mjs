@@ -1,0 +1,43 @@
+// Koa peer for the hello workloads: the framework stack Flight's Node build runs on (Koa 3 and
+// @koa/router, pinned in ../package-lock.json), one process, as a user would write the route.
+//
+// It stands in for the real Flight 2.0.2, which the npm registry does not serve under any name we could
+// find (`flight` there is an unrelated flat-file database, versions 0.0.1 and 0.0.2). Anyone who has the
+// real package can add it to a comparison with `compare --target flight=cmd:...`.
+//
+// Contract (byte-identical body and content-type with hello-node.mjs and flight-rs):
+//   GET /api/hello -> 200 {"message":"Hello from Flight!"}  application/json
+//   GET /healthz   -> 200 {"status":"ok"}                   application/json
+//   anything else  -> 404 {"error":"not found"}             application/json
+// Env: PORT (default 3000), HOSTNAME (default 127.0.0.1).
+import Koa from "koa";
+import Router from "@koa/router";
+
+const app = new Koa();
+const router = new Router();
+
+// Koa would label an object body `application/json; charset=utf-8`; the contract says `application/json`,
+// so the header is set first and Koa keeps it.
+function json(ctx, status, value) {
+  ctx.set("Content-Type", "application/json");
+  ctx.status = status;
+  ctx.body = value;
+}
+
+router.get("/api/hello", (ctx) => json(ctx, 200, { message: "Hello from Flight!" }));
+router.get("/healthz", (ctx) => json(ctx, 200, { status: "ok" }));
+
+app.use(router.routes());
+app.use((ctx) => json(ctx, 404, { error: "not found" }));
+
+const port = Number(process.env.PORT ?? 3000);
+const host = process.env.HOSTNAME ?? "127.0.0.1";
+const server = app.listen(port, host, () => {
+  console.log(`koa on node ${process.version} listening on http://${host}:${port}`);
+});
+
+process.on("SIGTERM", () => {
+  server.close();
+  server.closeAllConnections();
+  process.exit(0);
+});
