@@ -32,6 +32,8 @@ pub enum Cmd {
     Floor(FloorArgs),
     /// Re-render the Markdown summary (and the SVGs) from recorded JSONL files
     Report(ReportArgs),
+    /// Run loadgen and wrk against the same servers (the floor, the Node hello peer) and say whether they agree
+    Calibrate(crate::calibrate::CalibrateArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -13,6 +13,7 @@
 //! target/release/compare report bench/results/*.jsonl  # re-render the summary
 //! ```
 
+pub mod calibrate;
 pub mod cells;
 pub mod charts;
 pub mod cli;

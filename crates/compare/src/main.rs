@@ -23,6 +23,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Cmd::Floor(args)) => serve_floor(&args),
         Some(Cmd::Report(args)) => rerender(&args),
+        Some(Cmd::Calibrate(args)) => return compare::calibrate::command(&args),
         None => return compare(&cli.run),
     };
     match result {
