@@ -1,0 +1,100 @@
+// Bun peer for the ladder (crates/compare): Bun.serve around the shared handler in ladder.mjs (the same
+// code server-node.mjs runs), over bun:sqlite and pg. Routes, answers and env: see ladder.mjs.
+//   LADDER_DB=/tmp/metadata.db DATABASE_URL=postgres://postgres@127.0.0.1:5432/ladder \
+//     bun run bench/peers/ladder/server-bun.ts
+// PEER_PROCESSES (1: one process; N > 1: N processes on the port with reusePort, see ../processes.mjs).
+import { Database } from "bun:sqlite";
+// @ts-ignore -- plain ESM module without type declarations
+import { BODY_LIMIT, CONTENT_TYPE, PRAGMAS, TOO_LARGE, VIDEO_SQL, configFromEnv, createApp, targetOfUrl } from "./ladder.mjs";
+// @ts-ignore -- plain ESM module without type declarations
+import { bunProcesses } from "../processes.mjs";
+
+type Answer = { status: number; body: string; headers?: Record<string, string> };
+
+let cfg: ReturnType<typeof configFromEnv>;
+try {
+  cfg = configFromEnv();
+} catch (e) {
+  console.error(`ladder-bun: ${(e as Error).message}`);
+  process.exit(64);
+}
+// PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
+const reusePort = bunProcesses("ladder-bun");
+
+// Read-only, the pragmas, the statement prepared once; any failure here is "database unavailable".
+function openSqlite(path: string) {
+  const db = new Database(path, { readonly: true });
+  try {
+    for (const p of PRAGMAS) db.run(p);
+    const video = db.prepare(VIDEO_SQL);
+    return { get: (id: string) => video.get(id) };
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+}
+
+const app = createApp(cfg, openSqlite);
+
+// content-type set explicitly: Response.json() would add ";charset=utf-8". Bun sets the content-length of
+// a string body itself, and leaves the body off for HEAD.
+function respond(r: Answer): Response {
+  const headers = r.headers ? { "content-type": CONTENT_TYPE, ...r.headers } : { "content-type": CONTENT_TYPE };
+  return new Response(r.body, { status: r.status, headers });
+}
+
+/** The body, or null once it grows past BODY_LIMIT (only chunked bodies get here unchecked). */
+async function readBody(req: Request): Promise<Uint8Array | null> {
+  if (req.body === null) return new Uint8Array(0);
+  if (req.headers.get("content-length") !== null) return new Uint8Array(await req.arrayBuffer()); // ≤ the limit
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > BODY_LIMIT) {
+      reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+const server = Bun.serve({
+  port: cfg.port,
+  hostname: cfg.host,
+  // Development mode adds error pages and checks; a benchmark peer runs as in production.
+  development: false,
+  reusePort,
+  // Not async: the GET routes and refusals answer without a promise, as ladder-rs answers them without a future.
+  fetch(req) {
+    const routed = app.route(req.method, targetOfUrl(req.url), req.headers.get("content-length"));
+    if (typeof routed !== "string") return respond(routed);
+    return climb(routed, req);
+  },
+});
+
+async function climb(rung: string, req: Request): Promise<Response> {
+  const bytes = await readBody(req);
+  if (bytes === null) return respond(TOO_LARGE);
+  return respond(await app.answer(rung, bytes));
+}
+
+// One line once listening: the harness polls HTTP for readiness, a person reads this.
+console.log(`ladder peer: bun ${Bun.version} listening on http://${server.hostname}:${server.port}`);
+
+// The harness stops servers with SIGTERM: stop listening, close the pool, exit 0.
+process.on("SIGTERM", () => {
+  server.stop(true);
+  app.close().finally(() => process.exit(0));
+  setTimeout(() => process.exit(0), 1000).unref();
+});

@@ -1,0 +1,88 @@
+// Node peer for the ladder (crates/compare): node:http around the shared handler in ladder.mjs (the same
+// code server-bun.ts runs), over node:sqlite (DatabaseSync) and pg. Routes, answers and env: see ladder.mjs.
+//   LADDER_DB=/tmp/metadata.db DATABASE_URL=postgres://postgres@127.0.0.1:5432/ladder \
+//     node --disable-warning=ExperimentalWarning bench/peers/ladder/server-node.mjs
+// PEER_PROCESSES (1: one process; N > 1: a node:cluster primary and N workers, see ../processes.mjs).
+import http from "node:http";
+import { DatabaseSync } from "node:sqlite";
+import { BODY_LIMIT, CONTENT_TYPE, PRAGMAS, TOO_LARGE, VIDEO_SQL, configFromEnv, createApp } from "./ladder.mjs";
+import { clusterPrimary } from "../processes.mjs";
+
+let cfg;
+try {
+  cfg = configFromEnv();
+} catch (e) {
+  console.error(`ladder-node: ${e.message}`);
+  process.exit(64);
+}
+// PEER_PROCESSES=N > 1: this process becomes the cluster primary and stops here; workers go on.
+await clusterPrimary("ladder-node");
+
+// Read-only, the pragmas, the statement prepared once; any failure here is "database unavailable".
+function openSqlite(path) {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    for (const p of PRAGMAS) db.exec(p);
+    const video = db.prepare(VIDEO_SQL);
+    return { get: (id) => video.get(id) };
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+}
+
+const app = createApp(cfg, openSqlite);
+
+function send(res, r) {
+  const headers = {
+    "content-type": CONTENT_TYPE,
+    // Explicit content-length: otherwise node:http would fall back to chunked encoding.
+    "content-length": Buffer.byteLength(r.body),
+  };
+  if (r.headers) Object.assign(headers, r.headers);
+  res.writeHead(r.status, headers);
+  // node:http writes no body for HEAD by itself.
+  res.end(r.body);
+}
+
+const server = http.createServer((req, res) => {
+  const routed = app.route(req.method, req.url, req.headers["content-length"]);
+  if (typeof routed !== "string") {
+    req.resume(); // drain whatever body came along
+    send(res, routed);
+    return;
+  }
+  const chunks = [];
+  let size = 0;
+  let refused = false;
+  req.on("data", (chunk) => {
+    if (refused) return;
+    size += chunk.length;
+    if (size > BODY_LIMIT) {
+      // A chunked body past the limit: answer now and close, as ladder-rs does.
+      refused = true;
+      chunks.length = 0;
+      send(res, TOO_LARGE);
+      return;
+    }
+    chunks.push(chunk);
+  });
+  req.on("end", () => {
+    if (refused) return;
+    const r = app.answer(routed, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    if (typeof r.then === "function") r.then((x) => send(res, x));
+    else send(res, r);
+  });
+});
+
+server.listen(cfg.port, cfg.host, () => {
+  console.log(`ladder peer: node ${process.version} listening on http://${cfg.host}:${cfg.port}`);
+});
+
+// The harness stops servers with SIGTERM: stop listening, drop keep-alive connections, close the pool, exit 0.
+process.on("SIGTERM", () => {
+  server.close();
+  server.closeAllConnections();
+  app.close().finally(() => process.exit(0));
+  setTimeout(() => process.exit(0), 1000).unref();
+});

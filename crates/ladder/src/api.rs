@@ -1,0 +1,217 @@
+//! The HTTP surface, as a per-worker tower service. GET routes answer inside `call` (no future boxed); the POST
+//! rungs read the body and so answer from a boxed future.
+
+use std::cell::RefCell;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::header::{ALLOW, RETRY_AFTER};
+use http::{HeaderValue, Method, StatusCode};
+use http_body_util::BodyExt;
+use serde::Serialize;
+use serve::{Request, Response};
+
+use crate::Shared;
+use crate::db::{Video, VideoError, Videos};
+use crate::pg::{Item, Items, item_key};
+
+const OK: &[u8] = br#"{"ok":true}"#;
+const HEALTH_OK: &[u8] = br#"{"status":"ok"}"#;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rung {
+    Validate,
+    Sqlite,
+    Postgres,
+}
+
+/// One worker's service: the shared validator, its own SQLite connection and Postgres pool.
+#[derive(Clone)]
+pub struct Ladder {
+    shared: Arc<Shared>,
+    videos: Rc<RefCell<Videos>>,
+    items: Rc<Items>,
+}
+
+impl Ladder {
+    pub fn new(shared: Arc<Shared>, videos: Videos, items: Items) -> Ladder {
+        Ladder { shared, videos: Rc::new(RefCell::new(videos)), items: Rc::new(items) }
+    }
+
+    fn handle(&self, req: Request) -> Reply {
+        let rung = match req.uri().path() {
+            "/ladder/empty" => return Reply::now(read_only(req.method(), OK)),
+            "/healthz" => return Reply::now(read_only(req.method(), HEALTH_OK)),
+            "/ladder/validate" => Rung::Validate,
+            "/ladder/sqlite" => Rung::Sqlite,
+            "/ladder/postgres" => Rung::Postgres,
+            _ => return Reply::now(serve::error(StatusCode::NOT_FOUND, "not found")),
+        };
+        if req.method() != Method::POST {
+            return Reply::now(method_not_allowed("POST"));
+        }
+        let this = self.clone();
+        Reply::Later(Box::pin(async move { this.climb(rung, req).await }))
+    }
+
+    /// Every rung does what the one below it does, then its own step.
+    async fn climb(self, rung: Rung, req: Request) -> Response {
+        let body: Bytes = match req.into_body().collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+                return serve::payload_too_large(self.shared.body_limit);
+            }
+            Err(_) => return serve::error(StatusCode::BAD_REQUEST, "could not read the request body"),
+        };
+        let id = match self.shared.validator.check(&body) {
+            Ok(id) => id,
+            Err(message) => return serve::error(StatusCode::BAD_REQUEST, &message),
+        };
+        if rung == Rung::Validate {
+            return render(&Validated { ok: true, id: &id });
+        }
+
+        let looked_up = match self.videos.try_borrow_mut() {
+            Ok(mut videos) => videos.get(&id),
+            // Unreachable: nothing holds the borrow across an await. Still not a panic on a request path.
+            Err(_) => Err(VideoError::Unavailable("busy".to_string())),
+        };
+        let video = match looked_up {
+            Ok(Some(video)) => video,
+            Ok(None) => return serve::error(StatusCode::NOT_FOUND, "not found"),
+            Err(VideoError::Unavailable(_)) => return unavailable(), // logged once by Videos
+            Err(e @ VideoError::Malformed { .. }) => {
+                tracing::error!(error = %e, "stored video is malformed");
+                return serve::error(StatusCode::INTERNAL_SERVER_ERROR, "stored video is malformed");
+            }
+        };
+        if rung == Rung::Sqlite {
+            return render(&WithVideo::new(&id, &video));
+        }
+
+        match self.items.get(item_key(&id)).await {
+            Ok(Some(item)) => render(&WithItem::new(&id, &video, &item)),
+            Ok(None) => serve::error(StatusCode::NOT_FOUND, "item not found"),
+            Err(_) => unavailable(), // logged once by Items
+        }
+    }
+}
+
+// The bodies, field by field in the contract's order (serde keeps declaration order); serde_json escapes strings
+// exactly as JSON.stringify does for well-formed text, and prints integers the same way.
+
+#[derive(Serialize)]
+struct Validated<'a> {
+    ok: bool,
+    id: &'a str,
+}
+
+#[derive(Serialize)]
+struct WithVideo<'a> {
+    ok: bool,
+    id: &'a str,
+    channel: Option<&'a str>,
+    duration_s: Option<i64>,
+    views: Option<i64>,
+}
+
+impl<'a> WithVideo<'a> {
+    fn new(id: &'a str, video: &'a Video) -> Self {
+        WithVideo { ok: true, id, channel: video.channel.as_deref(), duration_s: video.duration_s, views: video.views }
+    }
+}
+
+#[derive(Serialize)]
+struct WithItem<'a> {
+    ok: bool,
+    id: &'a str,
+    channel: Option<&'a str>,
+    duration_s: Option<i64>,
+    views: Option<i64>,
+    item: ItemBody<'a>,
+}
+
+#[derive(Serialize)]
+struct ItemBody<'a> {
+    name: &'a str,
+    score: i32,
+}
+
+impl<'a> WithItem<'a> {
+    fn new(id: &'a str, video: &'a Video, item: &'a Item) -> Self {
+        WithItem {
+            ok: true,
+            id,
+            channel: video.channel.as_deref(),
+            duration_s: video.duration_s,
+            views: video.views,
+            item: ItemBody { name: &item.name, score: item.score },
+        }
+    }
+}
+
+fn render<T: Serialize>(value: &T) -> Response {
+    serve::json(StatusCode::OK, value)
+}
+
+fn read_only(method: &Method, body: &'static [u8]) -> Response {
+    if method == Method::GET || method == Method::HEAD {
+        serve::json_bytes(StatusCode::OK, Bytes::from_static(body))
+    } else {
+        method_not_allowed("GET, HEAD")
+    }
+}
+
+fn unavailable() -> Response {
+    let mut res = serve::error(StatusCode::SERVICE_UNAVAILABLE, "database unavailable");
+    res.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    res
+}
+
+fn method_not_allowed(allow: &'static str) -> Response {
+    let mut res = serve::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
+    res.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
+    res
+}
+
+impl tower::Service<Request> for Ladder {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Reply;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> Reply {
+        self.handle(req)
+    }
+}
+
+/// A response that is ready now (GET routes, refusals) or after reading the body and the databases.
+pub enum Reply {
+    Now(std::future::Ready<Result<Response, Infallible>>),
+    Later(Pin<Box<dyn Future<Output = Response>>>),
+}
+
+impl Reply {
+    fn now(res: Response) -> Reply {
+        Reply::Now(std::future::ready(Ok(res)))
+    }
+}
+
+impl Future for Reply {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Reply::Now(ready) => Pin::new(ready).poll(cx),
+            Reply::Later(fut) => fut.as_mut().poll(cx).map(Ok),
+        }
+    }
+}

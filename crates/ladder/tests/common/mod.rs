@@ -1,0 +1,218 @@
+//! Shared helpers for the ladder-rs tests: a generated video dataset (metadata-rs gen-data) with a few hand-made
+//! rows for JSON edge cases, a Postgres cluster per test binary, and ladder-rs served in process.
+
+// Each test binary uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use ladder::Settings;
+use ladder::db::DbOptions;
+use serde_json::{Value, json};
+use testkit::Postgres;
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use testkit::http::{Res, get, request, send_raw};
+
+/// One hand-made row: (id, channel, duration_s, views).
+pub type EdgeRow = (&'static str, Option<&'static str>, Option<i64>, Option<i64>);
+
+/// Hand-made rows added to the generated data: strings JSON must escape, a NULL channel and NULL counts, an
+/// empty channel and negative counts.
+pub const EDGE_ROWS: [EdgeRow; 4] = [
+    ("edge-quotes", Some("a \"quoted\" \\ back\\slash\n\t\u{1}\u{7f}"), Some(0), Some(0)),
+    ("edge-unicode", Some("\u{2028}\u{2029} 😀 <b>&amp;</b> é ж 中 \u{feff}"), Some(3600), Some(9_007_199_254_740_991)),
+    ("edge-nulls", None, None, None),
+    ("edge_negative", Some(""), Some(-5), Some(-1)),
+];
+
+/// A row whose `views` is a REAL: the contract answers 500 for it.
+pub const MALFORMED_ID: &str = "edge-real";
+
+/// An id that is valid but in no dataset (generated ids have 11 characters).
+pub const ABSENT_ID: &str = "absent-id-0000";
+
+/// A generated dataset (plus [`EDGE_ROWS`] and the malformed row) in its own temp dir.
+pub struct Dataset {
+    pub dir: tempfile::TempDir,
+}
+
+impl Dataset {
+    pub fn generate(rows: u64) -> Dataset {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let args = metadata::gen_data::GenDataArgs {
+            db: dir.path().join("metadata.db"),
+            ids: dir.path().join("sample_ids.txt"),
+            rows,
+            seed: 1,
+            samples: 20,
+            absent_percent: 0.0,
+            force: false,
+        };
+        metadata::gen_data::run(&args).expect("gen-data");
+        let data = Dataset { dir };
+        let conn = rusqlite::Connection::open(data.db()).expect("open read-write");
+        // The generator's columns are NOT NULL; the contract also covers NULLs, so the table is rebuilt without.
+        conn.execute_batch(
+            "CREATE TABLE nullable (id TEXT PRIMARY KEY, channel TEXT, duration_s INTEGER, views INTEGER, locales TEXT);
+             INSERT INTO nullable SELECT id, channel, duration_s, views, locales FROM videos;
+             DROP TABLE videos;
+             ALTER TABLE nullable RENAME TO videos;",
+        )
+        .expect("rebuild videos");
+        for (id, channel, duration, views) in EDGE_ROWS {
+            conn.execute(
+                "INSERT INTO videos (id, channel, duration_s, views, locales) VALUES (?1, ?2, ?3, ?4, '{}')",
+                rusqlite::params![id, channel, duration, views],
+            )
+            .expect("insert an edge row");
+        }
+        conn.execute(
+            "INSERT INTO videos (id, channel, duration_s, views, locales) VALUES (?1, 'c', 1, 2.5, '{}')",
+            [MALFORMED_ID],
+        )
+        .expect("insert the malformed row");
+        data
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("metadata.db")
+    }
+
+    /// Distinct generated ids that are in the table.
+    pub fn sample_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = std::fs::read_to_string(self.dir.path().join("sample_ids.txt"))
+            .expect("sample ids")
+            .lines()
+            .map(str::to_string)
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// The row as the test reads it itself: (channel, duration_s, views), `None` when absent.
+    pub fn row(&self, id: &str) -> Option<(Option<String>, Option<i64>, Option<i64>)> {
+        let conn = rusqlite::Connection::open(self.db()).expect("open");
+        conn.query_row("SELECT channel, duration_s, views FROM videos WHERE id = ?1", [id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .ok()
+    }
+}
+
+static SHARED_POSTGRES: Mutex<Weak<Postgres>> = Mutex::new(Weak::new());
+
+/// The binary's shared Postgres cluster, started on first use and stopped when the last handle is dropped.
+pub fn shared_postgres() -> Arc<Postgres> {
+    let mut slot = SHARED_POSTGRES.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(pg) = slot.upgrade() {
+        return pg;
+    }
+    let pg = Arc::new(Postgres::start());
+    *slot = Arc::downgrade(&pg);
+    pg
+}
+
+/// Runs `ladder::seed::run` (the subcommand's work) and returns the row count.
+pub fn seed(url: &str, rows: u32) -> i64 {
+    let config: tokio_postgres::Config = url.parse().expect("a Postgres URL");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(ladder::seed::run(&config, rows)).unwrap_or_else(|e| panic!("seed: {e:?}"))
+}
+
+pub fn settings(db: &Path, database_url: Option<&str>) -> Settings {
+    Settings {
+        addr: "127.0.0.1:0".parse().expect("addr"),
+        db: DbOptions { path: db.to_path_buf(), busy_timeout: Duration::from_millis(100) },
+        postgres: database_url.map(|u| u.parse().expect("a Postgres URL")),
+        pool_size: 4,
+        pg_timeout: Duration::from_secs(2),
+    }
+}
+
+/// ladder-rs in this process on 127.0.0.1:<ephemeral>, one worker, the ladder's body limit.
+pub struct TestServer {
+    server: Option<serve::Server>,
+    pub addr: SocketAddr,
+}
+
+impl TestServer {
+    pub fn start(settings: Settings) -> TestServer {
+        let listeners = serve::bind_reuseport(settings.addr, 1).expect("bind");
+        let limits = serve::Limits {
+            workers: 1,
+            body_limit: ladder::BODY_LIMIT,
+            shutdown_timeout: Duration::from_secs(1),
+            ..Default::default()
+        };
+        let server = ladder::start(settings, listeners, limits).expect("start");
+        let addr = server.local_addr();
+        TestServer { server: Some(server), addr }
+    }
+
+    pub fn get(&self, target: &str) -> Res {
+        get(self.addr, target)
+    }
+
+    pub fn post(&self, target: &str, body: &str) -> Res {
+        post(self.addr, target, body.as_bytes())
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown();
+        }
+    }
+}
+
+pub fn post(addr: SocketAddr, target: &str, body: &[u8]) -> Res {
+    request(addr, "POST", target, &[], Some(body))
+}
+
+/// A valid body for `id`.
+pub fn body(id: &str) -> String {
+    json!({ "id": id, "region": "en-US", "tags": ["music", "live"] }).to_string()
+}
+
+/// The item key, computed here independently of the crate: byte sum mod 1000, plus 1.
+pub fn key_of(id: &str) -> i64 {
+    id.bytes().map(i64::from).sum::<i64>() % 1000 + 1
+}
+
+/// The bodies the contract asks for, built with serde_json (key order as written: preserve_order).
+pub fn sqlite_body(data: &Dataset, id: &str) -> String {
+    let (channel, duration, views) = data.row(id).unwrap_or_else(|| panic!("{id} is in the dataset"));
+    json!({ "ok": true, "id": id, "channel": channel, "duration_s": duration, "views": views }).to_string()
+}
+
+pub fn postgres_body(data: &Dataset, id: &str) -> String {
+    let mut value: Value = serde_json::from_str(&sqlite_body(data, id)).expect("json");
+    let key = key_of(id);
+    value["item"] = json!({ "name": format!("item-{key}"), "score": key * 37 % 1000 });
+    value.to_string()
+}
+
+pub fn assert_json(res: &Res, status: u16, body: &str, what: &str) {
+    assert_eq!(res.status, status, "{what}: status; body {:?}", res.text());
+    assert_eq!(res.header("content-type"), Some("application/json"), "{what}: content-type");
+    assert_eq!(res.text(), body, "{what}: body");
+}
+
+/// Polls `f` every 50 ms until it returns `Some` or `within` passes.
+pub fn eventually<T>(within: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

