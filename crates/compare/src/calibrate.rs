@@ -417,12 +417,6 @@ pub fn exit_code(results: &[ServerResult]) -> u8 {
     }
 }
 
-/// A pid from `Server::pid`, whether that returns the pid or an `Option` of it (it is becoming optional for
-/// servers compare attaches to; those it starts, as here, always have one).
-fn known_pid(pid: impl Into<Option<u32>>) -> Option<u32> {
-    pid.into()
-}
-
 /// wrk's path, found on PATH (taskset execs it by that path, so the run uses the wrk that was checked).
 pub fn find_wrk() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -557,7 +551,7 @@ fn one_run(
     (loader, round, warmup): (Loader, u32, bool),
     argv_out: &mut Vec<String>,
 ) -> anyhow::Result<Result<LoaderRun, String>> {
-    let pid = known_pid(server.pid());
+    let pid = server.pid();
     let duration = if warmup { cfg.warmup } else { cfg.duration };
     let tag = format!(
         "{}-{}-{}",

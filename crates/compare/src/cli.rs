@@ -278,7 +278,7 @@ mod tests {
             (c.runs, c.duration, c.warmup, c.startup_runs, c.rows),
             (3, Duration::from_secs(20), Duration::from_secs(10), 15, 100_000)
         );
-        assert_eq!(c.workloads.len(), 5);
+        assert_eq!(c.workloads.len(), workloads::NAMES.len());
         assert_eq!(c.runtimes, runtimes::ALL.to_vec());
         let q = parse(&["--quick"]).expect("quick");
         assert_eq!(

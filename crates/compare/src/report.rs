@@ -367,6 +367,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
             }
         }
     }
+    ladder_section(&mut out, records, md_path);
     if any_loader_bound {
         out.push_str(
             "\nloader-bound: the server cores were under 90% busy in most runs, so loadgen (not the server) set \
@@ -380,6 +381,95 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
         );
     }
     out
+}
+
+/// The ladder's rungs that have records, in ladder order.
+fn ladder_rungs(records: &[Record]) -> Vec<String> {
+    let present = workloads(records);
+    crate::workloads::LADDER.iter().filter(|r| present.iter().any(|p| p == *r)).map(|r| r.to_string()).collect()
+}
+
+/// Runtimes measured on the ladder, in the order first recorded, the floor left out (it does no work).
+fn ladder_runtimes(records: &[Record], rungs: &[String]) -> Vec<String> {
+    let on_ladder = records.iter().filter(|r| rungs.contains(&r.workload) && r.runtime != "floor");
+    ordered(on_ladder.map(|r| r.runtime.as_str()))
+}
+
+/// One table for the whole ladder: each rung adds per-request work, so reading down a column shows how a
+/// runtime's advantage (or loss) against rust changes as the handler does more.
+fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
+    let rungs = ladder_rungs(records);
+    if rungs.len() < 2 {
+        return;
+    }
+    let runtimes = ladder_runtimes(records, &rungs);
+    let others: Vec<&String> = runtimes.iter().filter(|r| *r != "rust").collect();
+    let _ = writeln!(
+        out,
+        "\n## ladder\n\nEach rung adds work to the one before: an empty handler, then JSON parsing and schema \
+         validation of the body, then a SQLite read, then a PostgreSQL read. Medians of closed-loop runs; \
+         rust ÷ X is rust's req/s over X's (above 1: rust is faster), X ÷ rust is X's CPU-µs per response \
+         over rust's (above 1: rust is cheaper), both medians of per-round ratios.\n"
+    );
+    if let Some(md) = md_path {
+        let svg = svg_path(md, "ladder");
+        let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let _ = writeln!(out, "![ladder]({name})\n");
+    }
+    let mut head = String::from("| rung |");
+    let mut rule = String::from("|---|");
+    for rt in &runtimes {
+        head.push_str(&format!(" {rt} req/s | {rt} CPU-µs/resp |"));
+        rule.push_str("---|---|");
+    }
+    for rt in &others {
+        head.push_str(&format!(" rust ÷ {rt} req/s | {rt} ÷ rust CPU |"));
+        rule.push_str("---|---|");
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+    for rung in &rungs {
+        let summary = summarize(records, rung);
+        let mut row = format!("| {} |", rung.trim_start_matches("ladder-"));
+        for rt in &runtimes {
+            match summary.iter().find(|c| &c.runtime == rt) {
+                Some(c) if c.void_cell.is_some() => row.push_str(" VOID | |"),
+                Some(c) => {
+                    let bound = if c.loader_bound { " loader-bound" } else { "" };
+                    row.push_str(&format!(
+                        " {}{bound} | {} |",
+                        fmt_median(c.req_per_s, 0, 1.0),
+                        fmt_median(c.cpu_us_per_resp, 2, 1.0)
+                    ));
+                }
+                None => row.push_str(" — | — |"),
+            }
+        }
+        for rt in &others {
+            row.push_str(&format!(
+                " {} | {} |",
+                fmt_median(per_round_ratio(records, rung, "rust", rt, rps), 2, 1.0),
+                fmt_median(per_round_ratio(records, rung, rt, "rust", cpu), 2, 1.0)
+            ));
+        }
+        let _ = writeln!(out, "{row}");
+    }
+}
+
+/// Throughput per runtime across the ladder's rungs, for its line chart.
+pub fn ladder_points(records: &[Record]) -> (Vec<String>, Vec<charts::LadderPoint>) {
+    let rungs = ladder_rungs(records);
+    let runtimes = ladder_runtimes(records, &rungs);
+    let mut points = Vec::new();
+    for rung in &rungs {
+        for c in summarize(records, rung).iter().filter(|c| runtimes.contains(&c.runtime)) {
+            if let Some(s) = c.req_per_s {
+                let step = rung.trim_start_matches("ladder-").to_string();
+                points.push(charts::LadderPoint { runtime: c.runtime.clone(), step, req_per_s: s.median });
+            }
+        }
+    }
+    let steps = rungs.iter().map(|r| r.trim_start_matches("ladder-").to_string()).collect();
+    (steps, points)
 }
 
 /// Quotes an argv for a shell, so the command can be pasted back.
@@ -406,12 +496,19 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
         std::fs::write(&path, charts::workload_svg(&w, &bars))
             .with_context(|| format!("writing {}", path.display()))?;
     }
+    let (steps, points) = ladder_points(records);
+    if steps.len() >= 2 && !points.is_empty() {
+        let path = svg_path(md, "ladder");
+        std::fs::write(&path, charts::ladder_svg(&steps, &points))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     Ok(text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::RunMeta;
 
     #[test]
     fn spreads() {
@@ -427,6 +524,40 @@ mod tests {
         assert_eq!(num(1000.0, 2), "1,000.00");
         assert_eq!(num(-1234.5, 1), "-1,234.5");
         assert_eq!(num(0.0004, 3), "0.000");
+    }
+
+    #[test]
+    fn ladder_table_and_points() {
+        let meta = RunMeta {
+            run_id: "r".into(),
+            command: vec!["compare".into()],
+            machine: crate::records::machine_info(),
+            layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+        };
+        let closed = |w: &str, rt: &str, rps: f64, cpu: f64| {
+            let mut r = Record::new(&meta, w, rt, None, Kind::Closed, 1);
+            (r.req_per_s, r.server_cpu_us_per_resp) = (Some(rps), Some(cpu));
+            r
+        };
+        let records = vec![
+            closed("ladder-empty", "rust", 100.0, 10.0),
+            closed("ladder-empty", "bun", 80.0, 12.5),
+            closed("ladder-postgres", "rust", 40.0, 25.0),
+            closed("ladder-postgres", "bun", 10.0, 100.0),
+            closed("hello-bare", "floor", 500.0, 2.0),
+        ];
+        let md = render(&records, None);
+        let table = &md[md.find("## ladder\n").expect("ladder section")..];
+        assert!(
+            table.contains("| rung | rust req/s | rust CPU-µs/resp | bun req/s | bun CPU-µs/resp | rust ÷ bun req/s |")
+        );
+        assert!(table.contains("| empty | 100 | 10.00 | 80 | 12.50 | 1.25 | 1.25 |"), "{table}");
+        assert!(table.contains("| postgres | 40 | 25.00 | 10 | 100.00 | 4.00 | 4.00 |"), "{table}");
+        let (steps, points) = ladder_points(&records);
+        assert_eq!(steps, ["empty", "postgres"]);
+        assert_eq!(points.len(), 4);
+        // One rung is no ladder.
+        assert!(!render(&records[..2], None).contains("## ladder\n"));
     }
 
     #[test]

