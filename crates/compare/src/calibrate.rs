@@ -348,9 +348,14 @@ pub struct ServerResult {
 pub struct Verdict {
     pub loadgen_req_per_s: f64,
     pub wrk_req_per_s: f64,
-    /// loadgen ÷ wrk.
+    /// loadgen ÷ wrk: the median of the per-round ratios (each round's two runs are back to back on the
+    /// same server, so a server that drifts over the rounds, as Node's JIT and GC do, cancels out), or the
+    /// medians' ratio when no round has both.
     pub ratio: f64,
     pub agree: bool,
+    /// The server cores were under 90% busy with one of the loaders: that loader set the pace, so the
+    /// req/s compare the loaders' own speed, not their measurement of the server. Not judged.
+    pub loader_bound: bool,
 }
 
 pub fn median(values: &[f64]) -> Option<f64> {
@@ -372,12 +377,11 @@ pub fn verdict(loadgen: &[f64], wrk: &[f64]) -> Option<Verdict> {
     }
     let ratio = l / w;
     // A hair of tolerance so that exactly 5% (as printed) counts as within.
-    Some(Verdict {
-        loadgen_req_per_s: l,
-        wrk_req_per_s: w,
-        ratio,
-        agree: (ratio - 1.0).abs() <= AGREE_PCT / 100.0 + 1e-12,
-    })
+    Some(Verdict { loadgen_req_per_s: l, wrk_req_per_s: w, ratio, agree: agrees(ratio), loader_bound: false })
+}
+
+fn agrees(ratio: f64) -> bool {
+    (ratio - 1.0).abs() <= AGREE_PCT / 100.0 + 1e-12
 }
 
 impl ServerResult {
@@ -389,7 +393,26 @@ impl ServerResult {
         if self.failure.is_some() {
             return None;
         }
-        verdict(&self.values(Loader::Loadgen, |r| Some(r.req_per_s)), &self.values(Loader::Wrk, |r| Some(r.req_per_s)))
+        let mut v = verdict(
+            &self.values(Loader::Loadgen, |r| Some(r.req_per_s)),
+            &self.values(Loader::Wrk, |r| Some(r.req_per_s)),
+        )?;
+        if let Some(paired) = median(&self.round_ratios()) {
+            v.ratio = paired;
+            v.agree = agrees(paired);
+        }
+        v.loader_bound = !self.idle_under().is_empty();
+        Some(v)
+    }
+
+    /// The loaders under which the server cores were (median over the rounds) less than 90% busy.
+    pub fn idle_under(&self) -> Vec<Loader> {
+        [Loader::Loadgen, Loader::Wrk]
+            .into_iter()
+            .filter(|&l| {
+                median(&self.values(l, |x| Some(x.server_busy_pct))).is_some_and(|b| b < cells::LOADER_BOUND_PCT)
+            })
+            .collect()
     }
 
     /// loadgen ÷ wrk req/s per round that has both.
@@ -406,11 +429,18 @@ impl ServerResult {
     }
 }
 
-/// What the exit code says: 2 when a server failed, else 1 when one disagrees, else 0.
+/// Whether this verdict says the loaders measured the server differently (a loader-bound server is not
+/// judged: there the req/s are the loaders' own speed).
+fn disagrees(v: &Verdict) -> bool {
+    !v.loader_bound && !v.agree
+}
+
+/// What the exit code says: 2 when a server failed or none could be judged, else 1 when one disagrees, else 0.
 pub fn exit_code(results: &[ServerResult]) -> u8 {
-    if results.iter().any(|r| r.failure.is_some() || r.verdict().is_none()) {
+    let judged = results.iter().filter_map(ServerResult::verdict).filter(|v| !v.loader_bound).count();
+    if results.iter().any(|r| r.failure.is_some() || r.verdict().is_none()) || judged == 0 {
         2
-    } else if results.iter().any(|r| r.verdict().is_some_and(|v| !v.agree)) {
+    } else if results.iter().any(|r| r.verdict().is_some_and(|v| disagrees(&v))) {
         1
     } else {
         0
@@ -835,10 +865,14 @@ pub fn render(c: &Calibration) -> String {
     let _ = writeln!(s, "\n## Verdict\n");
     let _ = writeln!(
         s,
-        "Judged on throughput only: the median req/s of each loader, `agree` when loadgen ÷ wrk is within ±{AGREE_PCT}%. \
+        "Judged on throughput only: loadgen ÷ wrk req/s, the median of the per-round ratios (each round's two runs \
+         are back to back on the same server, in alternating order), `agree` when within ±{AGREE_PCT}%; a server \
+         whose cores were under {:.0}% busy with either loader is `loader-bound` and not judged, since there the req/s \
+         are the loaders' own speed. \
          Latencies are printed, not judged: both loaders run closed loop here, so both leave out the time a request \
          would have waited behind a slow one (coordinated omission), and each times requests its own way (wrk from its \
-         per-thread histogram, loadgen from HDR histograms from its own write).\n"
+         per-thread histogram, loadgen from HDR histograms from its own write).\n",
+        cells::LOADER_BOUND_PCT
     );
     let _ = writeln!(
         s,
@@ -857,6 +891,7 @@ pub fn render(c: &Calibration) -> String {
         let v = r.verdict();
         let word = match (&r.failure, v) {
             (Some(_), _) | (None, None) => "failed",
+            (None, Some(v)) if v.loader_bound => "loader-bound",
             (None, Some(v)) if v.agree => "agree",
             (None, Some(_)) => "disagree",
         };
@@ -882,19 +917,15 @@ pub fn render(c: &Calibration) -> String {
                     r.server.name(),
                     v.ratio
                 ));
-                let idle: Vec<&str> = [Loader::Loadgen, Loader::Wrk]
-                    .into_iter()
-                    .filter(|&l| {
-                        median(&r.values(l, |x| Some(x.server_busy_pct))).is_some_and(|b| b < cells::LOADER_BOUND_PCT)
-                    })
-                    .map(Loader::name)
-                    .collect();
+                let idle: Vec<&str> = r.idle_under().into_iter().map(Loader::name).collect();
                 if !idle.is_empty() {
                     lines.push(format!(
                         "  - the server cores were under {:.0}% busy with {}: the loader, not the server, set the pace \
-                         there, so the req/s compare the loaders' own speed rather than their measurement of the server",
+                         there, so the req/s compare the loaders' own speed (loadgen ÷ wrk = {:.3}) rather than their \
+                         measurement of the server; not judged",
                         cells::LOADER_BOUND_PCT,
-                        idle.join(" and ")
+                        idle.join(" and "),
+                        v.ratio
                     ));
                 }
             }
@@ -905,13 +936,31 @@ pub fn render(c: &Calibration) -> String {
         let _ = writeln!(s, "{l}");
     }
     let overall = match exit_code(&c.results) {
-        0 => format!("loadgen and wrk agree within ±{AGREE_PCT}% on every server"),
+        0 => {
+            let bound: Vec<&str> = c
+                .results
+                .iter()
+                .filter(|r| r.verdict().is_some_and(|v| v.loader_bound))
+                .map(|r| r.server.name())
+                .collect();
+            let except = if bound.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} loader-bound: not judged)", bound.join(", "))
+            };
+            format!("loadgen and wrk agree within ±{AGREE_PCT}% on every server they could be judged on{except}")
+        }
         1 => {
-            let which: Vec<&str> =
-                c.results.iter().filter(|r| r.verdict().is_some_and(|v| !v.agree)).map(|r| r.server.name()).collect();
+            let which: Vec<&str> = c
+                .results
+                .iter()
+                .filter(|r| r.verdict().is_some_and(|v| disagrees(&v)))
+                .map(|r| r.server.name())
+                .collect();
             format!("loadgen and wrk disagree by more than {AGREE_PCT}% on {}", which.join(", "))
         }
-        _ => "incomplete: a run failed (see above), so agreement is not established".to_string(),
+        _ => "incomplete: a run failed or every server was loader-bound (see above), so agreement is not established"
+            .to_string(),
     };
     let _ = writeln!(s, "\n**Verdict: {overall}.**");
     let _ = writeln!(
