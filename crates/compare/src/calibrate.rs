@@ -356,6 +356,9 @@ pub struct Verdict {
     /// The server cores were under 90% busy with one of the loaders: that loader set the pace, so the
     /// req/s compare the loaders' own speed, not their measurement of the server. Not judged.
     pub loader_bound: bool,
+    /// Not within the tolerance, but the per-round ratios fall on both sides of 1: the server's own
+    /// run-to-run variation is wider than the difference, so no difference is shown either.
+    pub inconclusive: bool,
 }
 
 pub fn median(values: &[f64]) -> Option<f64> {
@@ -377,7 +380,14 @@ pub fn verdict(loadgen: &[f64], wrk: &[f64]) -> Option<Verdict> {
     }
     let ratio = l / w;
     // A hair of tolerance so that exactly 5% (as printed) counts as within.
-    Some(Verdict { loadgen_req_per_s: l, wrk_req_per_s: w, ratio, agree: agrees(ratio), loader_bound: false })
+    Some(Verdict {
+        loadgen_req_per_s: l,
+        wrk_req_per_s: w,
+        ratio,
+        agree: agrees(ratio),
+        loader_bound: false,
+        inconclusive: false,
+    })
 }
 
 fn agrees(ratio: f64) -> bool {
@@ -397,9 +407,15 @@ impl ServerResult {
             &self.values(Loader::Loadgen, |r| Some(r.req_per_s)),
             &self.values(Loader::Wrk, |r| Some(r.req_per_s)),
         )?;
-        if let Some(paired) = median(&self.round_ratios()) {
+        let rounds = self.round_ratios();
+        if let Some(paired) = median(&rounds) {
             v.ratio = paired;
             v.agree = agrees(paired);
+            // With n paired rounds the median lies between their min and max with probability 1 − 2^(1−n)
+            // (94% for 5): a range that holds 1 shows no difference.
+            let lo = rounds.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = rounds.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            v.inconclusive = !v.agree && rounds.len() >= 2 && lo <= 1.0 && hi >= 1.0;
         }
         v.loader_bound = !self.idle_under().is_empty();
         Some(v)
@@ -432,15 +448,17 @@ impl ServerResult {
 /// Whether this verdict says the loaders measured the server differently (a loader-bound server is not
 /// judged: there the req/s are the loaders' own speed).
 fn disagrees(v: &Verdict) -> bool {
-    !v.loader_bound && !v.agree
+    !v.loader_bound && !v.agree && !v.inconclusive
 }
 
-/// What the exit code says: 2 when a server failed or none could be judged, else 1 when one disagrees, else 0.
+/// What the exit code says: 2 when a server failed or none could be judged, else 1 when one disagrees or is
+/// inconclusive (agreement is not shown), else 0.
 pub fn exit_code(results: &[ServerResult]) -> u8 {
     let judged = results.iter().filter_map(ServerResult::verdict).filter(|v| !v.loader_bound).count();
     if results.iter().any(|r| r.failure.is_some() || r.verdict().is_none()) || judged == 0 {
         2
-    } else if results.iter().any(|r| r.verdict().is_some_and(|v| disagrees(&v))) {
+    } else if results.iter().any(|r| r.verdict().is_some_and(|v| disagrees(&v) || (v.inconclusive && !v.loader_bound)))
+    {
         1
     } else {
         0
@@ -866,7 +884,9 @@ pub fn render(c: &Calibration) -> String {
     let _ = writeln!(
         s,
         "Judged on throughput only: loadgen ÷ wrk req/s, the median of the per-round ratios (each round's two runs \
-         are back to back on the same server, in alternating order), `agree` when within ±{AGREE_PCT}%; a server \
+         are back to back on the same server, in alternating order), `agree` when within ±{AGREE_PCT}%, `disagree` when \
+         not and every round's ratio is on the same side of 1, `inconclusive` when not but the rounds fall on both \
+         sides (the server's own variation is wider than the difference: more or longer rounds can settle it); a server \
          whose cores were under {:.0}% busy with either loader is `loader-bound` and not judged, since there the req/s \
          are the loaders' own speed. \
          Latencies are printed, not judged: both loaders run closed loop here, so both leave out the time a request \
@@ -893,6 +913,7 @@ pub fn render(c: &Calibration) -> String {
             (Some(_), _) | (None, None) => "failed",
             (None, Some(v)) if v.loader_bound => "loader-bound",
             (None, Some(v)) if v.agree => "agree",
+            (None, Some(v)) if v.inconclusive => "inconclusive",
             (None, Some(_)) => "disagree",
         };
         let _ = writeln!(
@@ -957,7 +978,25 @@ pub fn render(c: &Calibration) -> String {
                 .filter(|r| r.verdict().is_some_and(|v| disagrees(&v)))
                 .map(|r| r.server.name())
                 .collect();
-            format!("loadgen and wrk disagree by more than {AGREE_PCT}% on {}", which.join(", "))
+            let unsure: Vec<&str> = c
+                .results
+                .iter()
+                .filter(|r| r.verdict().is_some_and(|v| v.inconclusive && !v.loader_bound))
+                .map(|r| r.server.name())
+                .collect();
+            match (which.is_empty(), unsure.is_empty()) {
+                (false, true) => format!("loadgen and wrk disagree by more than {AGREE_PCT}% on {}", which.join(", ")),
+                (true, _) => format!(
+                    "agreement within ±{AGREE_PCT}% not shown on {}: the server varied more between rounds than the \
+                     loaders differ (rerun with more --runs or a longer --duration)",
+                    unsure.join(", ")
+                ),
+                (false, false) => format!(
+                    "loadgen and wrk disagree by more than {AGREE_PCT}% on {}; inconclusive on {}",
+                    which.join(", "),
+                    unsure.join(", ")
+                ),
+            }
         }
         _ => "incomplete: a run failed or every server was loader-bound (see above), so agreement is not established"
             .to_string(),
@@ -1119,6 +1158,46 @@ mod tests {
         assert_eq!(order(2), [Loader::Wrk, Loader::Loadgen]);
         assert_eq!(threads(1, 100), 1);
         assert_eq!(threads(4, 2), 2);
+    }
+
+    #[test]
+    fn paired_verdicts() {
+        let run = |loader, round, req_per_s, busy| LoaderRun {
+            loader,
+            round,
+            req_per_s,
+            requests: 1,
+            p50_us: 1.0,
+            p99_us: 1.0,
+            server_cpu_us_per_resp: None,
+            server_busy_pct: busy,
+            loader_busy_pct: 100.0,
+        };
+        let result = |pairs: &[(f64, f64)], busy: f64| ServerResult {
+            server: Runtime::Node,
+            version: None,
+            runs: pairs
+                .iter()
+                .zip(1..)
+                .flat_map(|(&(l, w), i)| [run(Loader::Loadgen, i, l, busy), run(Loader::Wrk, i, w, busy)])
+                .collect(),
+            failure: None,
+            loadgen_argv: Vec::new(),
+            wrk_argv: Vec::new(),
+        };
+        let v = |pairs: &[(f64, f64)], busy| result(pairs, busy).verdict().expect("verdict");
+        // Paired: a server that drifts between rounds still agrees when each round agrees.
+        let drift = v(&[(100.0, 101.0), (200.0, 199.0), (150.0, 150.0)], 100.0);
+        assert!(drift.agree && !drift.inconclusive);
+        let unsure = v(&[(85.0, 100.0), (116.0, 100.0), (107.0, 100.0)], 100.0);
+        assert!(!unsure.agree && unsure.inconclusive);
+        let apart = v(&[(110.0, 100.0), (108.0, 100.0), (112.0, 100.0)], 100.0);
+        assert!(!apart.agree && !apart.inconclusive);
+        assert_eq!(exit_code(&[result(&[(110.0, 100.0), (108.0, 100.0)], 100.0)]), 1);
+        assert_eq!(exit_code(&[result(&[(85.0, 100.0), (116.0, 100.0), (107.0, 100.0)], 100.0)]), 1);
+        assert!(v(&[(120.0, 100.0)], 80.0).loader_bound);
+        assert_eq!(exit_code(&[result(&[(120.0, 100.0)], 80.0)]), 2, "nothing judged");
+        assert_eq!(exit_code(&[result(&[(120.0, 100.0)], 80.0), result(&[(101.0, 100.0)], 99.0)]), 0);
     }
 
     #[test]
