@@ -3,18 +3,16 @@
 
 use std::cell::RefCell;
 use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::{ALLOW, RETRY_AFTER};
+use http::header::ALLOW;
 use http::{HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
 use serde::Serialize;
-use serve::{Request, Response};
+use serve::{Reply, Request, Response};
 
 use crate::Shared;
 use crate::db::{Video, VideoError, Videos};
@@ -56,7 +54,7 @@ impl Ladder {
             return Reply::now(method_not_allowed("POST"));
         }
         let this = self.clone();
-        Reply::Later(Box::pin(async move { this.climb(rung, req).await }))
+        Reply::later(async move { this.climb(rung, req).await })
     }
 
     /// Every rung does what the one below it does, then its own step.
@@ -84,7 +82,7 @@ impl Ladder {
         let video = match looked_up {
             Ok(Some(video)) => video,
             Ok(None) => return serve::error(StatusCode::NOT_FOUND, "not found"),
-            Err(VideoError::Unavailable(_)) => return unavailable(), // logged once by Videos
+            Err(VideoError::Unavailable(_)) => return serve::unavailable("database unavailable"), // logged once by Videos
             Err(e @ VideoError::Malformed { .. }) => {
                 tracing::error!(error = %e, "stored video is malformed");
                 return serve::error(StatusCode::INTERNAL_SERVER_ERROR, "stored video is malformed");
@@ -97,7 +95,7 @@ impl Ladder {
         match self.items.get(item_key(&id)).await {
             Ok(Some(item)) => render(&WithItem::new(&id, &video, &item)),
             Ok(None) => serve::error(StatusCode::NOT_FOUND, "item not found"),
-            Err(_) => unavailable(), // logged once by Items
+            Err(_) => serve::unavailable("database unavailable"), // logged once by Items
         }
     }
 }
@@ -167,12 +165,6 @@ fn read_only(method: &Method, body: &'static [u8]) -> Response {
     }
 }
 
-fn unavailable() -> Response {
-    let mut res = serve::error(StatusCode::SERVICE_UNAVAILABLE, "database unavailable");
-    res.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
-    res
-}
-
 fn method_not_allowed(allow: &'static str) -> Response {
     let mut res = serve::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
     res.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
@@ -190,28 +182,5 @@ impl tower::Service<Request> for Ladder {
 
     fn call(&mut self, req: Request) -> Reply {
         self.handle(req)
-    }
-}
-
-/// A response that is ready now (GET routes, refusals) or after reading the body and the databases.
-pub enum Reply {
-    Now(std::future::Ready<Result<Response, Infallible>>),
-    Later(Pin<Box<dyn Future<Output = Response>>>),
-}
-
-impl Reply {
-    fn now(res: Response) -> Reply {
-        Reply::Now(std::future::ready(Ok(res)))
-    }
-}
-
-impl Future for Reply {
-    type Output = Result<Response, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            Reply::Now(ready) => Pin::new(ready).poll(cx),
-            Reply::Later(fut) => fut.as_mut().poll(cx).map(Ok),
-        }
     }
 }

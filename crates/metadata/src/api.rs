@@ -6,16 +6,14 @@
 
 use std::cell::RefCell;
 use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::{ALLOW, RETRY_AFTER};
+use http::header::ALLOW;
 use http::{HeaderValue, Method, StatusCode};
-use serve::{Request, Response};
+use serve::{Reply, Request, Response};
 
 use crate::cache::Cache;
 use crate::db::{Database, LookupError};
@@ -98,7 +96,7 @@ impl Metadata {
 fn lookup(db: &RefCell<Database>, id: &str, region: &str) -> (Response, Option<Bytes>) {
     let Ok(mut db) = db.try_borrow_mut() else {
         // Unreachable: nothing holds the borrow across an await. Still not a panic on a request path.
-        return (unavailable(), None);
+        return (serve::unavailable("database unavailable"), None);
     };
     let mut body = Vec::with_capacity(512);
     match db.lookup(id, region, &mut body) {
@@ -107,7 +105,7 @@ fn lookup(db: &RefCell<Database>, id: &str, region: &str) -> (Response, Option<B
             (serve::json_bytes(StatusCode::OK, body.clone()), Some(body))
         }
         Ok(false) => (serve::json_bytes(StatusCode::NOT_FOUND, Bytes::from_static(b"null")), None),
-        Err(LookupError::Unavailable(_)) => (unavailable(), None), // logged once by Database
+        Err(LookupError::Unavailable(_)) => (serve::unavailable("database unavailable"), None), // logged once by Database
         Err(e @ LookupError::Malformed { .. }) => {
             tracing::error!(error = %e, "stored metadata is malformed");
             (serve::error(StatusCode::INTERNAL_SERVER_ERROR, "stored metadata is malformed"), None)
@@ -120,12 +118,6 @@ fn health_response(sqlite_ok: bool, redis: &str) -> Response {
         if sqlite_ok { (StatusCode::OK, "ok", "ok") } else { (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "down") };
     let body = format!(r#"{{"status":"{overall}","sqlite":"{sqlite}","redis":"{redis}"}}"#);
     serve::json_bytes(status, body)
-}
-
-fn unavailable() -> Response {
-    let mut res = serve::error(StatusCode::SERVICE_UNAVAILABLE, "database unavailable");
-    res.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
-    res
 }
 
 fn method_not_allowed() -> Response {
@@ -224,33 +216,6 @@ impl tower::Service<Request> for Metadata {
 
     fn call(&mut self, req: Request) -> Reply {
         self.handle(&req)
-    }
-}
-
-/// A response that is ready now (the SQLite-only path) or after the Redis round trip.
-pub enum Reply {
-    Now(std::future::Ready<Result<Response, Infallible>>),
-    Later(Pin<Box<dyn Future<Output = Response>>>),
-}
-
-impl Reply {
-    fn now(res: Response) -> Reply {
-        Reply::Now(std::future::ready(Ok(res)))
-    }
-
-    fn later(fut: impl Future<Output = Response> + 'static) -> Reply {
-        Reply::Later(Box::pin(fut))
-    }
-}
-
-impl Future for Reply {
-    type Output = Result<Response, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            Reply::Now(ready) => Pin::new(ready).poll(cx),
-            Reply::Later(fut) => fut.as_mut().poll(cx).map(Ok),
-        }
     }
 }
 

@@ -31,6 +31,13 @@ pub fn error(status: StatusCode, message: &str) -> Response {
     json(status, &serde_json::json!({ "error": message }))
 }
 
+/// 503 with `Retry-After: 1`: a dependency is down, come back shortly.
+pub fn unavailable(message: &str) -> Response {
+    let mut res = error(StatusCode::SERVICE_UNAVAILABLE, message);
+    res.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    res
+}
+
 /// 413, closing the connection: the body was not read, so the connection cannot carry another request.
 pub fn payload_too_large(limit: u64) -> Response {
     let mut res = error(StatusCode::PAYLOAD_TOO_LARGE, &format!("request body exceeds the limit of {limit} bytes"));
