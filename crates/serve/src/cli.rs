@@ -10,7 +10,22 @@ pub const EXIT_CONFIG: i32 = 64;
 /// A bad value prints one line on stderr and exits with [`EXIT_CONFIG`] before anything binds; `--help` and
 /// `--version` behave as usual.
 pub fn parse_or_exit<T: Parser>(env_prefix: &str) -> T {
-    let command = T::command().mut_args(|arg| {
+    let command = command_with_env::<T>(env_prefix);
+    let matches = match command.try_get_matches() {
+        Ok(m) => m,
+        Err(e) => exit_on_clap_error(e),
+    };
+    match T::from_arg_matches(&matches) {
+        Ok(config) => config,
+        Err(e) => exit_on_clap_error(e),
+    }
+}
+
+/// The binary's clap command exactly as [`parse_or_exit`] parses it: every argument with the environment
+/// variable it reads. Deployment files (docker-compose.yml, deploy/k8s) are tested against this, so an env var
+/// or port they set that the server does not read fails a test instead of being silently ignored.
+pub fn command_with_env<T: clap::CommandFactory>(env_prefix: &str) -> clap::Command {
+    T::command().mut_args(|arg| {
         if arg.get_env().is_some() || arg.is_positional() {
             return arg;
         }
@@ -21,15 +36,7 @@ pub fn parse_or_exit<T: Parser>(env_prefix: &str) -> T {
         let name = format!("{env_prefix}_{}", id.to_ascii_uppercase().replace('-', "_"));
         // clap wants a 'static name; this runs once per argument at startup.
         arg.env(&*Box::leak(name.into_boxed_str()))
-    });
-    let matches = match command.try_get_matches() {
-        Ok(m) => m,
-        Err(e) => exit_on_clap_error(e),
-    };
-    match T::from_arg_matches(&matches) {
-        Ok(config) => config,
-        Err(e) => exit_on_clap_error(e),
-    }
+    })
 }
 
 fn exit_on_clap_error(e: clap::Error) -> ! {

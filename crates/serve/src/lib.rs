@@ -21,7 +21,7 @@ mod signal;
 mod telemetry;
 
 pub use body::{Body, BoxError, RequestBody};
-pub use cli::{EXIT_CONFIG, exit_config, parse_or_exit};
+pub use cli::{EXIT_CONFIG, command_with_env, exit_config, parse_or_exit};
 pub use limits::{Limits, ServeArgs};
 pub use listen::bind_reuseport;
 pub use reply::Reply;
