@@ -451,7 +451,93 @@ pub fn measure(bench: &Bench, input: &RunInput<'_>, rec: &mut Record) {
     server.stop();
 }
 
+/// A soak on one server: started once, prepared like a measured run (settle, idle RSS, priming, warmup), then
+/// back-to-back windows of `interval` at the input's fixed rate until `total` has passed. Each window becomes
+/// one record from `make(sample)`, handed to `emit` as soon as it is measured. Stops early when the server
+/// exits (an OOM kill is the usual end of a leak), when the server could not start (one void record) or
+/// when compare is interrupted.
+pub fn soak(
+    bench: &Bench,
+    input: &RunInput<'_>,
+    interval: Duration,
+    total: Duration,
+    make: &dyn Fn(u32) -> Record,
+    emit: &mut dyn FnMut(Record) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let fill = |rec: &mut Record| {
+        rec.connections = Some(input.load.connections);
+        rec.rate = input.rate;
+    };
+    let (mut server, _) = match start_ready(input.spec, bench, input.ready_path) {
+        Ok(s) => s,
+        Err(e) => {
+            let mut rec = make(1);
+            fill(&mut rec);
+            rec.void_because(format!("did not start: {e:#}"));
+            return emit(rec);
+        }
+    };
+    let result = soak_on(bench, input, &mut server, (interval, total), &fill, make, emit);
+    server.stop();
+    result
+}
+
+fn soak_on(
+    bench: &Bench,
+    input: &RunInput<'_>,
+    server: &mut Server,
+    (interval, total): (Duration, Duration),
+    fill: &dyn Fn(&mut Record),
+    make: &dyn Fn(u32) -> Record,
+    emit: &mut dyn FnMut(Record) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut first = make(1);
+    fill(&mut first);
+    let ready = match prepare(bench, input, server, &mut first) {
+        Ok(ready) => ready,
+        Err(e) => {
+            first.void_because(format!("{e:#}"));
+            false
+        }
+    };
+    if !ready || first.void {
+        return emit(first);
+    }
+    let idle = first.rss_idle_kib;
+    let began = Instant::now();
+    let samples = (total.as_secs_f64() / interval.as_secs_f64()).ceil().max(1.0) as u32;
+    for sample in 1..=samples {
+        let mut rec = if sample == 1 { first.clone() } else { make(sample) };
+        fill(&mut rec);
+        rec.rss_idle_kib = idle;
+        let tag = format!("{}-s{sample}", input.tag);
+        if let Err(e) = window(bench, input, server, interval, &tag, &mut rec) {
+            rec.void_because(format!("{e:#}"));
+        }
+        rec.elapsed_s = Some(began.elapsed().as_secs_f64());
+        let exited = server.exited();
+        if let Some(status) = &exited {
+            rec.void_because(format!("server exited ({status}) during the soak{}", server.log_tail(12)));
+        }
+        emit(rec)?;
+        if exited.is_some() {
+            break;
+        }
+        crate::process::check_interrupted()?;
+    }
+    Ok(())
+}
+
 fn measure_on(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mut Record) -> anyhow::Result<()> {
+    if !prepare(bench, input, server, rec)? {
+        return Ok(());
+    }
+    window(bench, input, server, bench.duration, input.tag, rec)
+}
+
+/// Before any measured window: settle, idle RSS, priming, the discarded warmup. `false` when loadgen could not
+/// run at all (bad arguments, nothing listening): a measured window would not either.
+fn prepare(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mut Record) -> anyhow::Result<bool> {
     std::thread::sleep(SETTLE);
     rec.rss_idle_kib = server.rss_kib();
     if let Some(prime) = input.prime {
@@ -469,16 +555,27 @@ fn measure_on(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mu
             rec.void_because(format!("warmup: {}", reasons.join("; ")));
         }
         if warm.report.is_none() {
-            // loadgen could not run at all (bad arguments, nothing listening): the measured run would not either.
-            return Ok(());
+            return Ok(false);
         }
     }
     crate::process::check_interrupted()?;
+    Ok(true)
+}
 
+/// One measured loadgen window of `duration` on a running server, with the server tree's CPU and the server
+/// cores' /proc/stat counters around it and RSS after it. Fills `rec`, voiding it with every reason.
+fn window(
+    bench: &Bench,
+    input: &RunInput<'_>,
+    server: &mut Server,
+    duration: Duration,
+    tag: &str,
+    rec: &mut Record,
+) -> anyhow::Result<()> {
     let server_cores: BTreeSet<usize> = procfs::parse_cores(&bench.server_cores)?;
     let ticks0 = procfs::core_ticks(&server_cores)?;
     let cpu0 = server.pid().map(procfs::tree_cpu);
-    let run = run_loadgen(bench, server.port, input.load, bench.duration, input.rate, input.tag)?;
+    let run = run_loadgen(bench, server.port, input.load, duration, input.rate, tag)?;
     let cpu1 = server.pid().map(procfs::tree_cpu);
     let ticks1 = procfs::core_ticks(&server_cores)?;
     rec.rss_after_kib = server.rss_kib();

@@ -12,7 +12,7 @@ const FONT: &str = "Helvetica, Arial, sans-serif";
 /// grey because it is a reference, not a contender. Colours from Tableau 10, distinct under the common
 /// colour-vision deficiencies.
 const KNOWN: [(&str, &str); 5] =
-    [("rust", "#f28e2b"), ("bun", "#4e79a7"), ("node", "#59a14f"), ("flight-koa", "#e15759"), ("floor", "#79706e")];
+    [("rust", "#f28e2b"), ("bun", "#4e79a7"), ("node", "#59a14f"), ("koa", "#e15759"), ("floor", "#79706e")];
 /// Other runtimes, in order of appearance.
 const OTHERS: [&str; 5] = ["#76b7b2", "#b07aa1", "#edc948", "#9c755f", "#ff9da7"];
 
@@ -296,6 +296,115 @@ fn render_ladder(steps: &[String], points: &[LadderPoint]) -> Result<String, fmt
         }
     }
     if runtimes.is_empty() || steps.is_empty() {
+        writeln!(
+            out,
+            r##"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="middle" fill="#777">no data</text>"##,
+            (LEFT + WIDTH - RIGHT) / 2.0,
+            (plot_top + plot_bottom) / 2.0
+        )?;
+    }
+    out.push_str("</svg>\n");
+    Ok(out)
+}
+
+/// One line of a time-series chart: `(x, y)` points in x order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line chart of `series` over x (`x_unit` names it), y from 0, one colour per series as in every other
+/// chart; a gap in x is drawn as a gap only when a point is missing (non-finite or negative values).
+pub fn line_svg(title: &str, x_unit: &str, series: &[Series]) -> String {
+    render_lines(title, x_unit, series).unwrap_or_default()
+}
+
+fn render_lines(title: &str, x_unit: &str, series: &[Series]) -> Result<String, fmt::Error> {
+    const LEFT: f64 = 76.0;
+    const RIGHT: f64 = 24.0;
+    const PLOT_H: f64 = 280.0;
+    let mut out = String::with_capacity(4096 + series.iter().map(|s| s.points.len() * 16).sum::<usize>());
+    // Legend rows under the title, wrapped to the width.
+    let (mut lx, mut ly) = (16.0, 52.0);
+    let mut legend = Vec::with_capacity(series.len());
+    for s in series {
+        let item_w = 34.0 + s.name.chars().count() as f64 * CHAR_W + 16.0;
+        if lx + item_w > WIDTH - RIGHT && lx > 16.0 {
+            lx = 16.0;
+            ly += 20.0;
+        }
+        legend.push((lx, ly));
+        lx += item_w;
+    }
+    let plot_top = ly + 22.0;
+    let plot_bottom = plot_top + PLOT_H;
+    let height = plot_bottom + 48.0;
+    open_svg(&mut out, height, title)?;
+    writeln!(out, r#"<text x="16" y="28" font-size="18" font-weight="bold">{}</text>"#, esc(title))?;
+    let palette = colors(series.iter().map(|s| s.name.as_str()));
+    for ((s, (lx, ly)), color) in series.iter().zip(legend).zip(&palette) {
+        write!(out, r#"<path d="M{lx:.1} {:.1}h24" stroke="{color}" stroke-width="2.5"/>"#, ly - 4.0)?;
+        writeln!(out, r#"<text x="{:.1}" y="{ly:.1}" font-size="13">{}</text>"#, lx + 30.0, esc(&s.name))?;
+    }
+    let ok = |(x, y): &(f64, f64)| measured(*x).is_some() && measured(*y).is_some();
+    let max_x = series.iter().flat_map(|s| &s.points).filter(|p| ok(p)).map(|p| p.0).fold(0.0, f64::max);
+    let max_y = series.iter().flat_map(|s| &s.points).filter(|p| ok(p)).map(|p| p.1).fold(0.0, f64::max);
+    let y_axis = Axis::new(max_y, 0.0, plot_bottom - plot_top);
+    let x_axis = Axis::new(max_x, LEFT, WIDTH - RIGHT);
+    let y_of = |v: f64| plot_bottom - y_axis.x(v);
+    for &tick in &y_axis.ticks {
+        let y = y_of(tick);
+        write!(out, r##"<path d="M{LEFT:.1} {y:.1}H{:.1}" stroke="#e3e3e3"/>"##, WIDTH - RIGHT)?;
+        write!(
+            out,
+            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#444">"##,
+            LEFT - 8.0,
+            y + 4.0
+        )?;
+        writeln!(out, "{}</text>", esc(&y_axis.label(tick)))?;
+    }
+    for &tick in &x_axis.ticks {
+        let x = x_axis.x(tick);
+        write!(
+            out,
+            r##"<text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#444">"##,
+            plot_bottom + 18.0
+        )?;
+        writeln!(out, "{}</text>", esc(&x_axis.label(tick)))?;
+    }
+    writeln!(
+        out,
+        r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#444">{}</text>"##,
+        (LEFT + WIDTH - RIGHT) / 2.0,
+        plot_bottom + 38.0,
+        esc(x_unit)
+    )?;
+    writeln!(
+        out,
+        r##"<path d="M{LEFT:.1} {plot_top:.1}V{plot_bottom:.1}H{:.1}" stroke="#888" fill="none"/>"##,
+        WIDTH - RIGHT
+    )?;
+    for (s, color) in series.iter().zip(&palette) {
+        let mut d = String::new();
+        let mut joined = false;
+        for p in &s.points {
+            if ok(p) {
+                write!(d, "{}{:.1} {:.1}", if joined { "L" } else { "M" }, x_axis.x(p.0), y_of(p.1))?;
+                joined = true;
+            } else {
+                joined = false;
+            }
+        }
+        if !d.is_empty() {
+            writeln!(
+                out,
+                r#"<path d="{d}" stroke="{color}" stroke-width="2" fill="none"><title>{}</title></path>"#,
+                esc(&s.name)
+            )?;
+        }
+    }
+    if series.iter().all(|s| !s.points.iter().any(ok)) {
         writeln!(
             out,
             r##"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="middle" fill="#777">no data</text>"##,

@@ -126,6 +126,25 @@ pub struct RunArgs {
     /// loadgen's per-request timeout; any timeout voids the run.
     #[arg(long, env = "COMPARE_REQUEST_TIMEOUT", default_value = "5s")]
     pub request_timeout: String,
+    /// Soak instead of comparing: per workload and runtime, one server under a fixed open-loop rate for this
+    /// long (e.g. 1h), sampled every --soak-interval; RSS over time, its slope and a leak verdict. Checks
+    /// still run first; cold starts and closed/open rounds do not.
+    #[arg(long, env = "COMPARE_SOAK")]
+    pub soak: Option<String>,
+    /// Window between soak samples.
+    #[arg(long, env = "COMPARE_SOAK_INTERVAL", default_value = "5s")]
+    pub soak_interval: String,
+    /// The soak's fixed rate, req/s: low enough for every runtime (a soak looks for growth, not capacity).
+    #[arg(long, env = "COMPARE_SOAK_RATE", default_value_t = 1000.0)]
+    pub soak_rate: f64,
+}
+
+/// `--soak`: how long, how often sampled, at what rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Soak {
+    pub duration: Duration,
+    pub interval: Duration,
+    pub rate: f64,
 }
 
 /// Everything a comparison needs, resolved.
@@ -152,6 +171,8 @@ pub struct Config {
     pub rows: u64,
     pub seed_notes: u32,
     pub request_timeout: Duration,
+    /// Soak mode (`--soak`): checks, then one soak per runtime and workload instead of the comparison.
+    pub soak: Option<Soak>,
     /// compare's argv, recorded in every record.
     pub command: Vec<String>,
 }
@@ -233,6 +254,23 @@ impl RunArgs {
         if self.seed_notes < 2 {
             bail!("--seed-notes must be at least 2");
         }
+        let soak = match &self.soak {
+            None => None,
+            Some(raw) => {
+                let duration = parse_dur("soak", raw)?;
+                let interval = parse_dur("soak-interval", &self.soak_interval)?;
+                if interval < Duration::from_millis(200) {
+                    bail!("--soak-interval must be at least 200ms");
+                }
+                if duration < interval {
+                    bail!("--soak must be at least one --soak-interval long");
+                }
+                if !self.soak_rate.is_finite() || self.soak_rate < 1.0 {
+                    bail!("--soak-rate must be at least 1 req/s");
+                }
+                Some(Soak { duration, interval, rate: self.soak_rate })
+            }
+        };
         let rows = self.rows.unwrap_or(if q { 20_000 } else { 100_000 });
         if rows < 100 {
             bail!("--rows must be at least 100");
@@ -257,6 +295,7 @@ impl RunArgs {
             rows,
             seed_notes: self.seed_notes,
             request_timeout,
+            soak,
             command,
         })
     }
@@ -298,6 +337,20 @@ mod tests {
         assert!(parse(&["--tail-rate", "-1"]).is_err());
         assert!(parse(&["--target", "rust=http://127.0.0.1:1"]).is_err());
         assert!(parse(&["--target", "a=cmd:x", "--target", "a=cmd:y"]).is_err());
+        assert!(parse(&["--soak", "1s", "--soak-interval", "5s"]).is_err());
+        assert!(parse(&["--soak", "1h", "--soak-interval", "10ms"]).is_err());
+        assert!(parse(&["--soak", "1h", "--soak-rate", "0"]).is_err());
+        assert!(parse(&["--soak", "forever"]).is_err());
+    }
+
+    #[test]
+    fn soak() {
+        assert_eq!(parse(&[]).expect("defaults").soak, None);
+        let c = parse(&["--soak", "1h"]).expect("soak");
+        assert_eq!(
+            c.soak,
+            Some(Soak { duration: Duration::from_secs(3600), interval: Duration::from_secs(5), rate: 1000.0 })
+        );
     }
 
     #[test]

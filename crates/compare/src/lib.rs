@@ -27,5 +27,6 @@ pub mod records;
 pub mod report;
 pub mod run;
 pub mod runtimes;
+pub mod soak;
 pub mod target;
 pub mod workloads;

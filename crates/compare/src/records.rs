@@ -25,6 +25,8 @@ pub enum Kind {
     Closed,
     /// Open-loop load at a fixed rate, for latency tails.
     Open,
+    /// One sample of a soak (`--soak`): a window of fixed-rate load on one long-lived server, RSS after it.
+    Soak,
 }
 
 impl Kind {
@@ -34,6 +36,7 @@ impl Kind {
             Kind::Startup => "startup",
             Kind::Closed => "closed",
             Kind::Open => "open",
+            Kind::Soak => "soak",
         }
     }
 }
@@ -103,6 +106,10 @@ pub struct Record {
     pub rss_idle_kib: Option<u64>,
     pub rss_after_kib: Option<u64>,
     pub startup_ms: Option<f64>,
+    /// Soak samples: seconds from the soak's first measured window to the end of this one. Absent in
+    /// records written before soaks existed.
+    #[serde(default)]
+    pub elapsed_s: Option<f64>,
     pub void: bool,
     pub void_reason: Option<String>,
 }
@@ -148,6 +155,7 @@ impl Record {
             rss_idle_kib: None,
             rss_after_kib: None,
             startup_ms: None,
+            elapsed_s: None,
             void: false,
             void_reason: None,
         }

@@ -64,7 +64,7 @@ pub struct OpenSummary {
     pub total: usize,
 }
 
-fn ordered<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn ordered<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for s in items {
         if !out.iter().any(|o| o == s) {
@@ -252,15 +252,23 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
             l.server_cores, l.loader_cores, l.db_cores
         );
     }
-    out.push_str(
-        "\nClosed loop: medians over runs, (min–max) in brackets. CPU-µs/resp is the server's whole process tree \
+    // A soak's workload has checks and soak samples only; its own section (crate::soak) shows it.
+    let soaked_only = |w: &str| {
+        let of = records.iter().filter(|r| r.workload == w);
+        of.clone().any(|r| r.kind == Kind::Soak) && of.clone().all(|r| matches!(r.kind, Kind::Soak | Kind::Check))
+    };
+    let compared: Vec<&String> = workloads.iter().filter(|w| !soaked_only(w)).collect();
+    if !compared.is_empty() {
+        out.push_str(
+            "\nClosed loop: medians over runs, (min–max) in brackets. CPU-µs/resp is the server's whole process tree \
          (utime+stime from /proc) over the window divided by the responses: the primary efficiency figure. \
          Ratios are medians of per-round ratios (both runs in the same interleaved round); for req/s above 1 \
          is faster, for CPU-µs/resp below 1 is cheaper.\n",
-    );
+        );
+    }
     let mut any_loader_bound = false;
     let mut any_contended = false;
-    for w in &workloads {
+    for w in compared {
         let summary = summarize(records, w);
         let conns = records.iter().find(|r| &r.workload == w && r.connections.is_some()).and_then(|r| r.connections);
         let dur = records.iter().find(|r| &r.workload == w && r.kind == Kind::Closed).and_then(|r| r.duration_s);
@@ -368,6 +376,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
         }
     }
     ladder_section(&mut out, records, md_path);
+    crate::soak::section(&mut out, records, md_path);
     if any_loader_bound {
         out.push_str(
             "\nloader-bound: the server cores were under 90% busy in most runs, so loadgen (not the server) set \
@@ -495,6 +504,12 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
         let path = svg_path(md, &w);
         std::fs::write(&path, charts::workload_svg(&w, &bars))
             .with_context(|| format!("writing {}", path.display()))?;
+    }
+    for w in crate::soak::workloads(records) {
+        let (rss, p99) = crate::soak::charts(records, &w);
+        let (rss_path, p99_path) = crate::soak::svg_paths(md, &w);
+        std::fs::write(&rss_path, rss).with_context(|| format!("writing {}", rss_path.display()))?;
+        std::fs::write(&p99_path, p99).with_context(|| format!("writing {}", p99_path.display()))?;
     }
     let (steps, points) = ladder_points(records);
     if steps.len() >= 2 && !points.is_empty() {

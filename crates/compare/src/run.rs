@@ -196,6 +196,11 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     let (mut steps, mut seconds) = (0, 0.0);
     for w in &cfg.workloads {
         let n = cfg.runtimes.iter().filter(|r| r.serves(w)).count();
+        if let Some(soak) = &cfg.soak {
+            steps += n + n * soak_samples(soak);
+            seconds += n as f64 * (check_s + cfg.warmup.as_secs_f64() + soak.duration.as_secs_f64());
+            continue;
+        }
         steps += n + n * cfg.startup_runs as usize + n * cfg.runs as usize * kinds(cfg);
         seconds += n as f64 * check_s
             + (n * cfg.startup_runs as usize) as f64 * startup_s
@@ -298,7 +303,7 @@ fn run_workload(
 ) -> anyhow::Result<Vec<Record>> {
     let cfg = wr.cfg;
     let name = wr.workload().name;
-    let (check_s, startup_s, run_s) = estimates(cfg);
+    let (_, startup_s, run_s) = estimates(cfg);
     let mut out: Vec<Record> = Vec::new();
     let push = |rec: Record, sink: &mut Sink, out: &mut Vec<Record>| -> anyhow::Result<()> {
         sink.append(&rec)?;
@@ -308,68 +313,10 @@ fn run_workload(
     if name == "notes-read" {
         seed_notes(wr, progress)?;
     }
-
-    // 1. Checks: rust first (the reference), the floor last (it serves the reference's answer).
-    let runtimes: Vec<Runtime> = cfg.runtimes.iter().copied().filter(|r| r.serves(wr.workload())).collect();
-    let mut order: Vec<Runtime> = runtimes.iter().copied().filter(|r| *r == Runtime::Rust).collect();
-    order.extend(runtimes.iter().copied().filter(|r| !matches!(r, Runtime::Rust | Runtime::Floor)));
-    order.extend(runtimes.iter().copied().filter(|r| *r == Runtime::Floor));
-    let mut reference: Option<(Runtime, Vec<Outcome>)> = None;
-    let mut valid: Vec<Runtime> = Vec::new();
-    for rt in order {
-        check_interrupted()?;
-        progress.begin(&format!("{name} {} check", rt.name()));
-        let mut rec = wr.record(rt, Kind::Check, 0);
-        if rt == Runtime::Floor {
-            wr.floor_body = match &reference {
-                Some((_, answers)) => {
-                    answers.get(wr.plan.primary).and_then(|a| a.as_ref().ok()).map(|a| a.body.clone())
-                }
-                None => wr.plan.probes.get(wr.plan.primary).and_then(|p| p.contract.as_ref()).map(|c| c.body.clone()),
-            };
-        }
-        if rt == Runtime::Floor && wr.floor_body.is_none() {
-            rec.void_because("no reference answer for the floor to serve (every other runtime's check failed)");
-        } else {
-            let spec = wr.spec(rt, Purpose::Check)?;
-            let only = (rt == Runtime::Floor).then_some(wr.plan.primary);
-            let refs = reference.as_ref().map(|(r, a)| Reference { runtime: r.name(), answers: a });
-            let input = cells::CheckInput {
-                spec: &spec,
-                ready_path: &wr.plan.ready_path,
-                probes: &wr.plan.probes,
-                only,
-                content_type_essence: wr.workload().content_type_essence,
-                reference: refs,
-            };
-            let answers = cells::check(wr.bench, &input, &mut rec);
-            if !rec.void && reference.is_none() && rt != Runtime::Floor {
-                reference = Some((rt, answers));
-            }
-        }
-        check_interrupted()?;
-        if rec.void {
-            progress.end(check_s, &format!("VOID: {}", rec.void_reason.as_deref().unwrap_or("")));
-            progress.skip(
-                cfg.startup_runs as usize + cfg.runs as usize * kinds(cfg),
-                cfg.startup_runs as f64 * startup_s + (cfg.runs as usize * kinds(cfg)) as f64 * run_s,
-            );
-        } else {
-            progress.end(check_s, &format!("answers agree; first 200 after {:.1} ms", rec.startup_ms.unwrap_or(0.0)));
-            valid.push(rt);
-        }
-        push(rec, sink, &mut out)?;
-    }
-    // Measured in the order given, not the check order.
-    let valid: Vec<Runtime> = runtimes.iter().copied().filter(|r| valid.contains(r)).collect();
-
-    // Every response under load must be the reference's, where the workload has one body.
-    let expected = reference.as_ref().and_then(|(_, a)| a.get(wr.plan.primary)?.as_ref().ok().map(|a| a.body.clone()));
-    let one_body = matches!(name, "hello-bare" | "hello-default" | "notes-read") || name.starts_with("ladder-");
-    if let (true, Some(body)) = (one_body, expected) {
-        let file = workdir.join(format!("{name}-expected-body"));
-        std::fs::write(&file, body)?;
-        wr.plan.load.expect_body_file = Some(file);
+    let valid = check_cells(wr, sink, progress, workdir, &mut out)?;
+    if let Some(soak) = cfg.soak {
+        soak_cells(wr, soak, &valid, sink, progress, &mut out)?;
+        return Ok(out);
     }
 
     // 2. Cold starts, interleaved (not for a server compare did not start).
@@ -422,6 +369,155 @@ fn run_workload(
         }
     }
     Ok(out)
+}
+
+/// Checks, rust first (its answers are the reference), the floor last (it serves the reference's answer); each
+/// check's record appended. The runtimes that passed, in the order given; where the workload has one body
+/// under load, that body is what loadgen must see on every response.
+fn check_cells(
+    wr: &mut WorkloadRun<'_>,
+    sink: &mut Sink,
+    progress: &mut Progress,
+    workdir: &std::path::Path,
+    out: &mut Vec<Record>,
+) -> anyhow::Result<Vec<Runtime>> {
+    let cfg = wr.cfg;
+    let name = wr.workload().name;
+    let (check_s, startup_s, run_s) = estimates(cfg);
+    let push = |rec: Record, sink: &mut Sink, out: &mut Vec<Record>| -> anyhow::Result<()> {
+        sink.append(&rec)?;
+        out.push(rec);
+        Ok(())
+    };
+
+    let runtimes: Vec<Runtime> = cfg.runtimes.iter().copied().filter(|r| r.serves(wr.workload())).collect();
+    let mut order: Vec<Runtime> = runtimes.iter().copied().filter(|r| *r == Runtime::Rust).collect();
+    order.extend(runtimes.iter().copied().filter(|r| !matches!(r, Runtime::Rust | Runtime::Floor)));
+    order.extend(runtimes.iter().copied().filter(|r| *r == Runtime::Floor));
+    let mut reference: Option<(Runtime, Vec<Outcome>)> = None;
+    let mut valid: Vec<Runtime> = Vec::new();
+    for rt in order {
+        check_interrupted()?;
+        progress.begin(&format!("{name} {} check", rt.name()));
+        let mut rec = wr.record(rt, Kind::Check, 0);
+        if rt == Runtime::Floor {
+            wr.floor_body = match &reference {
+                Some((_, answers)) => {
+                    answers.get(wr.plan.primary).and_then(|a| a.as_ref().ok()).map(|a| a.body.clone())
+                }
+                None => wr.plan.probes.get(wr.plan.primary).and_then(|p| p.contract.as_ref()).map(|c| c.body.clone()),
+            };
+        }
+        if rt == Runtime::Floor && wr.floor_body.is_none() {
+            rec.void_because("no reference answer for the floor to serve (every other runtime's check failed)");
+        } else {
+            let spec = wr.spec(rt, Purpose::Check)?;
+            let only = (rt == Runtime::Floor).then_some(wr.plan.primary);
+            let refs = reference.as_ref().map(|(r, a)| Reference { runtime: r.name(), answers: a });
+            let input = cells::CheckInput {
+                spec: &spec,
+                ready_path: &wr.plan.ready_path,
+                probes: &wr.plan.probes,
+                only,
+                content_type_essence: wr.workload().content_type_essence,
+                reference: refs,
+            };
+            let answers = cells::check(wr.bench, &input, &mut rec);
+            if !rec.void && reference.is_none() && rt != Runtime::Floor {
+                reference = Some((rt, answers));
+            }
+        }
+        check_interrupted()?;
+        if rec.void {
+            progress.end(check_s, &format!("VOID: {}", rec.void_reason.as_deref().unwrap_or("")));
+            progress.skip(
+                cfg.startup_runs as usize + cfg.runs as usize * kinds(cfg),
+                cfg.startup_runs as f64 * startup_s + (cfg.runs as usize * kinds(cfg)) as f64 * run_s,
+            );
+        } else {
+            progress.end(check_s, &format!("answers agree; first 200 after {:.1} ms", rec.startup_ms.unwrap_or(0.0)));
+            valid.push(rt);
+        }
+        push(rec, sink, out)?;
+    }
+    // Measured in the order given, not the check order.
+    let valid: Vec<Runtime> = runtimes.iter().copied().filter(|r| valid.contains(r)).collect();
+
+    // Every response under load must be the reference's, where the workload has one body.
+    let expected = reference.as_ref().and_then(|(_, a)| a.get(wr.plan.primary)?.as_ref().ok().map(|a| a.body.clone()));
+    let one_body = matches!(name, "hello-bare" | "hello-default" | "notes-read") || name.starts_with("ladder-");
+    if let (true, Some(body)) = (one_body, expected) {
+        let file = workdir.join(format!("{name}-expected-body"));
+        std::fs::write(&file, body)?;
+        wr.plan.load.expect_body_file = Some(file);
+    }
+
+    Ok(valid)
+}
+
+/// `--soak`: every valid runtime in turn, one long-lived server each, every sample appended as measured.
+fn soak_cells(
+    wr: &WorkloadRun<'_>,
+    soak: crate::cli::Soak,
+    valid: &[Runtime],
+    sink: &mut Sink,
+    progress: &mut Progress,
+    out: &mut Vec<Record>,
+) -> anyhow::Result<()> {
+    let name = wr.workload().name;
+    let samples = soak_samples(&soak);
+    for &rt in valid {
+        check_interrupted()?;
+        progress.line(&format!(
+            "{name} {}: soak for {:.0} s at {:.0} req/s, a sample every {:.1} s",
+            rt.name(),
+            soak.duration.as_secs_f64(),
+            soak.rate,
+            soak.interval.as_secs_f64()
+        ));
+        let spec = wr.spec(rt, Purpose::Run)?;
+        let tag = format!("{name}-{}-soak", rt.name());
+        let input = RunInput {
+            spec: &spec,
+            ready_path: &wr.plan.ready_path,
+            load: &wr.plan.load,
+            prime: wr.plan.prime.as_ref(),
+            also_ok: wr.workload().also_ok,
+            rate: Some(soak.rate),
+            tag: &tag,
+        };
+        let make = |sample: u32| wr.record(rt, Kind::Soak, sample);
+        let mut taken = 0;
+        let mut emit = |rec: Record| -> anyhow::Result<()> {
+            taken += 1;
+            progress.begin(&format!("{name} {} soak sample {}/{samples}", rt.name(), rec.round));
+            progress.end(soak.interval.as_secs_f64(), &soak_summary(&rec));
+            sink.append(&rec)?;
+            out.push(rec);
+            Ok(())
+        };
+        cells::soak(wr.bench, &input, soak.interval, soak.duration, &make, &mut emit)?;
+        // A soak cut short (the server exited) leaves its remaining samples' time unspent.
+        progress
+            .skip(samples.saturating_sub(taken), samples.saturating_sub(taken) as f64 * soak.interval.as_secs_f64());
+    }
+    Ok(())
+}
+
+fn soak_samples(soak: &crate::cli::Soak) -> usize {
+    (soak.duration.as_secs_f64() / soak.interval.as_secs_f64()).ceil().max(1.0) as usize
+}
+
+fn soak_summary(rec: &Record) -> String {
+    let rss = rec.rss_after_kib.map_or("—".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
+    if rec.void {
+        return format!("RSS {rss}; VOID: {}", rec.void_reason.as_deref().unwrap_or(""));
+    }
+    format!(
+        "RSS {rss}, p99 {} ms, {} CPU-µs/resp",
+        report::num(rec.latency_us.map_or(0.0, |l| l.p99 as f64 / 1e3), 3),
+        report::num(rec.server_cpu_us_per_resp.unwrap_or(0.0), 2)
+    )
 }
 
 /// `cfg.runs` rounds of one kind, every valid runtime once per round, the order rotated each round.

@@ -1,0 +1,107 @@
+//! `--soak`: a leaking server must be flagged and a sound one must not. The leaky server is a real HTTP server
+//! (Python's standard library, keep-alive) that answers hello-bare exactly like flight-rs but keeps 64 KiB
+//! for every request it serves; rust (flight-rs) is soaked beside it under the same fixed rate. Both go
+//! through compare's check first, so the leak is the only difference between them.
+
+mod common;
+
+use std::process::Command;
+
+use compare::records::{self, Kind};
+use compare::soak::{self, Verdict};
+
+/// 64 KiB retained per request: at 200 req/s about 12 MiB a second, far above the detector's thresholds.
+const LEAKY_SERVER: &str = r#"
+import http.server, os, socketserver
+
+BODY = b'{"message":"Hello from Flight!"}'
+kept = []
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        if self.path != "/api/hello":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        kept.append(b"x" * 65536)  # the leak: never released
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(BODY)))
+        self.end_headers()
+        self.wfile.write(BODY)
+
+    def log_message(self, *args):
+        pass
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+Server(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forever()
+"#;
+
+#[test]
+fn soak_flags_a_leaking_server_and_not_a_sound_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("leaky.py");
+    std::fs::write(&script, LEAKY_SERVER).expect("write the leaky server");
+    let out = dir.path().join("out");
+    let (server, loader) = common::cores();
+    let run = Command::new(common::compare_exe())
+        .args(["--workloads", "hello-bare", "--runtimes", "rust", "--connections", "4", "--warmup", "1s"])
+        .args(["--soak", "12s", "--soak-interval", "1s", "--soak-rate", "200"])
+        .args(["--server-cores", &server, "--loader-cores", &loader])
+        .args(["--target", &format!("leaky=cmd:exec python3 '{}'", script.display())])
+        .arg("--bin-dir")
+        .arg(common::bin_dir())
+        .arg("--out-dir")
+        .arg(&out)
+        .output()
+        .expect("run compare");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+
+    let jsonl: Vec<_> = std::fs::read_dir(&out)
+        .expect("out dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(jsonl.len(), 1);
+    let v = common::validator();
+    for line in std::fs::read_to_string(&jsonl[0]).expect("jsonl").lines() {
+        common::assert_valid(&v, &serde_json::from_str(line).expect("JSON line"));
+    }
+    let recs = records::read_jsonl(&jsonl).expect("records");
+    assert!(
+        recs.iter().all(|r| matches!(r.kind, Kind::Check | Kind::Soak)),
+        "a soak runs checks and soak samples only"
+    );
+    for rt in ["rust", "leaky"] {
+        let samples: Vec<_> = recs.iter().filter(|r| r.runtime == rt && r.kind == Kind::Soak).collect();
+        assert_eq!(samples.len(), 12, "{rt}: one sample per second of the soak");
+        assert!(samples.iter().all(|r| !r.void), "{rt}: {:?}", samples.iter().find_map(|r| r.void_reason.clone()));
+        assert!(samples.windows(2).all(|w| w[0].elapsed_s < w[1].elapsed_s), "{rt}: samples in time order");
+        assert!(samples.iter().all(|r| r.rate == Some(200.0) && r.rss_after_kib.is_some() && r.latency_us.is_some()));
+    }
+
+    let cells = soak::summarize(&recs, "hello-bare");
+    let cell = |rt: &str| cells.iter().find(|c| c.runtime == rt).expect("a soak cell");
+    let (rust, leaky) = (cell("rust"), cell("leaky"));
+    assert_eq!(rust.trend.verdict, Verdict::Flat, "{:?}", rust.trend);
+    assert_eq!(leaky.trend.verdict, Verdict::Growing, "{:?}", leaky.trend);
+    assert!(leaky.trend.slope_kib_per_h > 100.0 * rust.trend.slope_kib_per_h.abs().max(1.0), "{leaky:?} {rust:?}");
+
+    let md = std::fs::read_to_string(jsonl[0].with_extension("md")).expect("the Markdown");
+    assert!(md.contains("## hello-bare: soak"), "{md}");
+    assert!(md.contains("| leaky | growing |") && md.contains("| rust | flat |"), "{md}");
+    assert!(!md.contains("\n## hello-bare\n"), "no comparison table for a soak:\n{md}");
+    let (rss_svg, p99_svg) = soak::svg_paths(&jsonl[0].with_extension("md"), "hello-bare");
+    for svg in [rss_svg, p99_svg] {
+        let text = std::fs::read_to_string(&svg).unwrap_or_else(|e| panic!("{}: {e}", svg.display()));
+        assert!(text.contains("<path d=\"M") && text.contains("leaky") && text.ends_with("</svg>\n"));
+    }
+}
