@@ -34,6 +34,8 @@ pub enum Cmd {
     Report(ReportArgs),
     /// Run loadgen and wrk against the same servers (the floor, the Node hello peer) and say whether they agree
     Calibrate(crate::calibrate::CalibrateArgs),
+    /// Container image size and start time of docker-compose.yml's images, with the local Docker engine
+    Images(crate::images::ImagesArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -20,6 +20,7 @@ pub mod cli;
 pub mod deps;
 pub mod floor;
 pub mod http;
+pub mod images;
 pub mod process;
 pub mod procfs;
 pub mod progress;

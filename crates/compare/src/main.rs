@@ -24,6 +24,7 @@ fn main() -> ExitCode {
         Some(Cmd::Floor(args)) => serve_floor(&args),
         Some(Cmd::Report(args)) => rerender(&args),
         Some(Cmd::Calibrate(args)) => return compare::calibrate::command(&args),
+        Some(Cmd::Images(args)) => return compare::images::command(&args),
         None => return compare(&cli.run),
     };
     match result {

@@ -1,0 +1,320 @@
+//! `compare images`: container image size and container start time of the images docker-compose.yml builds,
+//! measured with the local Docker engine; said plainly, and nothing made up, when there is none.
+//!
+//! - Size is what `docker image inspect` reports (`.Size`, the unpacked layers). An image that is not built
+//!   is reported as such; compare never builds or pulls (`docker run --pull never`).
+//! - Start time is from `docker run -d` being spawned to the first HTTP answer of any status on the
+//!   published /healthz port, so it covers container creation, the network namespace and the process's own
+//!   start; the servers answer /healthz (503) without their databases, so no dependency is needed.
+//!   Every start gets a fresh host port, and the container is removed (`docker rm -f`) after each start.
+//! - Results go to stdout and to `<out-dir>/<UTC stamp>-<hostname>-images.{md,json}`, with the command and
+//!   the engine's version.
+//!
+//! Exit codes: 0 measured, 2 nothing measured (no engine, or no image built), 64 bad arguments.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+
+use crate::process::Spawned;
+use crate::records::{self, Machine};
+use crate::report::{num, shell_join, spread};
+
+/// How long one docker CLI call may take (`docker info` against a dead socket fails fast; a hung engine must
+/// not hang compare).
+const DOCKER_CALL: Duration = Duration::from_secs(30);
+/// How long a container may take to its first answer.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The images docker-compose.yml builds: name, reference, the port its server listens on (0: size only).
+pub const DEFAULT_IMAGES: [(&str, &str, u16); 5] = [
+    ("flight-rs", "rust-baselines/flight-rs:0.1.0", 3000),
+    ("scribe-rs", "rust-baselines/scribe-rs:0.1.0", 1337),
+    ("metadata-rs", "rust-baselines/metadata-rs:0.1.0", 3001),
+    ("loadgen", "rust-baselines/loadgen:0.1.0", 0),
+    ("peers", "rust-baselines/peers:0.1.0", 0),
+];
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ImagesArgs {
+    /// Starts per image.
+    #[arg(long, env = "COMPARE_IMAGE_RUNS", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// The docker CLI.
+    #[arg(long, env = "COMPARE_DOCKER", default_value = "docker")]
+    pub docker: String,
+    /// Images to measure instead of docker-compose.yml's, repeatable: `NAME=IMAGE[@PORT]` (no port: size only).
+    #[arg(long = "image", value_name = "NAME=IMAGE[@PORT]")]
+    pub images: Vec<String>,
+    /// Where the .md and .json go [default: <repo>/bench/results].
+    #[arg(long, env = "COMPARE_OUT_DIR")]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// One image to measure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImageSpec {
+    pub name: String,
+    pub reference: String,
+    /// The container port answering /healthz; `None`: size only.
+    pub port: Option<u16>,
+}
+
+/// `NAME=IMAGE[@PORT]`.
+pub fn parse_image(spec: &str) -> anyhow::Result<ImageSpec> {
+    let Some((name, rest)) = spec.split_once('=') else { bail!("--image {spec:?}: expected NAME=IMAGE[@PORT]") };
+    if name.is_empty() || rest.is_empty() {
+        bail!("--image {spec:?}: expected NAME=IMAGE[@PORT]");
+    }
+    // A digest (`image@sha256:…`) also has an `@`: only a trailing all-digit part is a port.
+    let (reference, port) = match rest.rsplit_once('@') {
+        Some((r, p)) if !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()) => {
+            let port: u16 = p.parse().with_context(|| format!("--image {spec:?}: port {p:?}"))?;
+            if port == 0 {
+                bail!("--image {spec:?}: port 0");
+            }
+            (r, Some(port))
+        }
+        _ => (rest, None),
+    };
+    Ok(ImageSpec { name: name.into(), reference: reference.into(), port })
+}
+
+/// What was measured for one image.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImageResult {
+    pub spec: ImageSpec,
+    pub size_bytes: Option<u64>,
+    /// Each start's milliseconds to the first answer; failed starts are in `errors`.
+    pub start_ms: Vec<f64>,
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ImagesReport {
+    pub command: Vec<String>,
+    pub started_at: String,
+    pub machine: Machine,
+    /// The engine's version, or why there is no engine to ask.
+    pub engine: Result<String, String>,
+    pub results: Vec<ImageResult>,
+}
+
+/// Runs one docker CLI call to completion (bounded), returning trimmed stdout or the error with stderr.
+fn docker(bin: &str, args: &[&str]) -> anyhow::Result<String> {
+    let dir = tempfile::tempdir().context("temp dir")?;
+    let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path)?)
+        .stderr(std::fs::File::create(&err_path)?);
+    let mut child = Spawned::spawn(cmd, "docker").with_context(|| format!("running {bin}"))?;
+    let status = match child.wait_timeout(DOCKER_CALL)? {
+        Some(s) => s,
+        None => {
+            child.kill();
+            bail!("`{bin} {}` took over {} s", args.join(" "), DOCKER_CALL.as_secs());
+        }
+    };
+    let out = std::fs::read_to_string(&out_path).unwrap_or_default();
+    if !status.success() {
+        let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+        let first = err.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("no message");
+        bail!("`{bin} {}` failed ({status}): {first}", args.join(" "));
+    }
+    Ok(out.trim().to_string())
+}
+
+/// The engine's version when one answers.
+pub fn engine_version(bin: &str) -> Result<String, String> {
+    docker(bin, &["version", "--format", "{{.Server.Version}}"]).map_err(|e| format!("{e:#}"))
+}
+
+fn first_answer(port: u16, deadline: Instant) -> anyhow::Result<()> {
+    loop {
+        match crate::http::request(port, "GET", "/healthz", None, Duration::from_secs(1)) {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() >= deadline => {
+                bail!("no answer on /healthz within {} s: {e}", READY_TIMEOUT.as_secs())
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+}
+
+fn one_start(bin: &str, spec: &ImageSpec, container_port: u16) -> anyhow::Result<f64> {
+    let host_port = crate::cells::free_port()?;
+    let publish = format!("127.0.0.1:{host_port}:{container_port}");
+    let began = Instant::now();
+    let id = docker(bin, &["run", "-d", "--rm", "--pull", "never", "-p", &publish, &spec.reference])?;
+    let answered = first_answer(host_port, began + READY_TIMEOUT);
+    let elapsed = began.elapsed();
+    let removed = docker(bin, &["rm", "-f", &id]);
+    answered?;
+    removed.with_context(|| format!("removing container {id}"))?;
+    Ok(elapsed.as_secs_f64() * 1e3)
+}
+
+pub fn measure(bin: &str, specs: &[ImageSpec], runs: u32) -> Vec<ImageResult> {
+    specs
+        .iter()
+        .map(|spec| {
+            let mut result =
+                ImageResult { spec: spec.clone(), size_bytes: None, start_ms: Vec::new(), errors: Vec::new() };
+            match docker(bin, &["image", "inspect", "--format", "{{.Size}}", &spec.reference]) {
+                Ok(size) => result.size_bytes = size.parse().ok(),
+                Err(e) => {
+                    result.errors.push(format!("not built here (`docker compose build` builds it): {e:#}"));
+                    return result;
+                }
+            }
+            if let Some(port) = spec.port {
+                for _ in 0..runs {
+                    if crate::process::interrupted() {
+                        break;
+                    }
+                    match one_start(bin, spec, port) {
+                        Ok(ms) => result.start_ms.push(ms),
+                        Err(e) => result.errors.push(format!("{e:#}")),
+                    }
+                }
+            }
+            result
+        })
+        .collect()
+}
+
+pub fn render(report: &ImagesReport) -> String {
+    let mut out = String::from("# compare images: container image size and start time\n\n");
+    let _ = writeln!(out, "- command: `{}`", shell_join(&report.command));
+    let _ = writeln!(out, "- started {}", report.started_at);
+    let m = &report.machine;
+    let _ = writeln!(
+        out,
+        "- machine: {}, {} CPUs, {} (host {})",
+        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        m.cpus,
+        m.kernel,
+        m.hostname
+    );
+    match &report.engine {
+        Err(why) => {
+            let _ = writeln!(
+                out,
+                "\nNo Docker engine here, so image size and container start time were not measured. {why}\n"
+            );
+            return out;
+        }
+        Ok(version) => {
+            let _ = writeln!(out, "- Docker engine {version}\n");
+        }
+    }
+    out.push_str(
+        "Size: `docker image inspect` .Size. Start: `docker run -d` spawned → first HTTP answer (any status) on \
+         /healthz, median (min–max) over the starts; the container is removed after each.\n\n\
+         | image | size MiB | start ms | starts | problems |\n|---|---|---|---|---|\n",
+    );
+    for r in &report.results {
+        let size = r.size_bytes.map_or("—".into(), |b| num(b as f64 / (1024.0 * 1024.0), 1));
+        let start = match spread(r.start_ms.iter().copied()) {
+            Some(s) => format!("{} ({}–{})", num(s.median, 0), num(s.min, 0), num(s.max, 0)),
+            None if r.spec.port.is_none() => "size only".into(),
+            None => "—".into(),
+        };
+        let problems = r.errors.first().map_or(String::new(), |e| {
+            let more = if r.errors.len() > 1 { format!(" (+{} more)", r.errors.len() - 1) } else { String::new() };
+            format!("{}{more}", e.replace('|', "\\|"))
+        });
+        let _ = writeln!(
+            out,
+            "| {} `{}` | {size} | {start} | {} | {problems} |",
+            r.spec.name,
+            r.spec.reference,
+            r.start_ms.len()
+        );
+    }
+    out
+}
+
+/// `compare images`, start to exit code.
+pub fn command(args: &ImagesArgs) -> ExitCode {
+    let specs: Vec<ImageSpec> = if args.images.is_empty() {
+        DEFAULT_IMAGES
+            .iter()
+            .map(|(n, r, p)| ImageSpec { name: n.to_string(), reference: r.to_string(), port: (*p != 0).then_some(*p) })
+            .collect()
+    } else {
+        match args.images.iter().map(|s| parse_image(s)).collect::<anyhow::Result<Vec<_>>>() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("config error: {e:#}");
+                return ExitCode::from(64);
+            }
+        }
+    };
+    crate::process::install_panic_hook();
+    let machine = records::machine_info();
+    let started_at = records::now_rfc3339();
+    let engine = engine_version(&args.docker);
+    let results = match &engine {
+        Ok(_) => measure(&args.docker, &specs, args.runs),
+        Err(_) => Vec::new(),
+    };
+    let measured = results.iter().any(|r| r.size_bytes.is_some());
+    let report = ImagesReport { command: std::env::args().collect(), started_at, machine, engine, results };
+    let text = render(&report);
+    print!("{text}");
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let dir = args.out_dir.as_ref().map_or_else(|| crate::cli::find_repo(&cwd).join("bench/results"), |d| cwd.join(d));
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+    let stem = dir.join(format!("{stamp}-{}-images", report.machine.hostname));
+    let written =
+        std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(stem.with_extension("md"), &text)).and_then(|()| {
+            std::fs::write(stem.with_extension("json"), serde_json::to_vec_pretty(&report).unwrap_or_default())
+        });
+    match written {
+        Ok(()) => eprintln!("compare images: wrote {}.md and .json", stem.display()),
+        Err(e) => eprintln!("compare images: writing {}: {e}", stem.display()),
+    }
+    if measured { ExitCode::SUCCESS } else { ExitCode::from(2) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_specs() {
+        let s = parse_image("f=rust-baselines/flight-rs:0.1.0@3000").expect("with port");
+        assert_eq!((s.reference.as_str(), s.port), ("rust-baselines/flight-rs:0.1.0", Some(3000)));
+        let s = parse_image("p=rust-baselines/peers:0.1.0").expect("size only");
+        assert_eq!(s.port, None);
+        let s = parse_image("d=x@sha256:abcdef").expect("a digest is not a port");
+        assert_eq!((s.reference.as_str(), s.port), ("x@sha256:abcdef", None));
+        assert!(parse_image("nothing").is_err());
+        assert!(parse_image("=x").is_err());
+        assert!(parse_image("a=x@0").is_err());
+        assert!(parse_image("a=x@99999").is_err());
+    }
+
+    #[test]
+    fn no_engine_is_said_plainly() {
+        let engine = engine_version("/nonexistent/docker");
+        assert!(engine.is_err());
+        let report = ImagesReport {
+            command: vec!["compare".into(), "images".into()],
+            started_at: "t".into(),
+            machine: records::machine_info(),
+            engine,
+            results: Vec::new(),
+        };
+        let text = render(&report);
+        assert!(text.contains("No Docker engine here, so image size and container start time were not measured"));
+        assert!(!text.contains("| image |"), "no table of figures that were not measured");
+    }
+}
