@@ -5,9 +5,18 @@
 #   docker-compose       Docker's own v1 CLI; `docker-compose config` checks a file against the Compose
 #                        specification schema it ships and resolves references without an engine
 #   kubernetes-validate  the Kubernetes OpenAPI-derived JSON schemas, per Kubernetes version
+#   kubectl              offline only (`kubectl kustomize`, `kubectl label --local`), from Debian's
+#                        kubernetes-client when the machine has none (1.20 there; the tests work with it)
 # Idempotent: does nothing when the pinned versions are already there.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "install-deploy-tools: apt-get install kubernetes-client (kubectl)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kubernetes-client
+fi
 tools="$root/.tools"
 stamp="$tools/.deploy-tools-1"
 
@@ -19,9 +28,8 @@ if [ -z "$python" ]; then
   exit 1
 fi
 if ! "$python" -c 'import venv, ensurepip' >/dev/null 2>&1; then
-  sudo_or() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-  sudo_or env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  sudo_or env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv
 fi
 
 echo "install-deploy-tools: creating $tools"
