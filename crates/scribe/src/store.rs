@@ -384,9 +384,10 @@ fn row_id(row: &Row) -> Result<i32, ApiError> {
     row.try_get::<_, i32>("id").map_err(db_error)
 }
 
-/// Connection-level failures are 503 (retry); anything else is a 500 whose details go to the log only.
+/// Connection-level failures and Postgres saying "not now" are 503 (retry); anything else is a 500 whose details
+/// go to the log only.
 pub fn db_error(e: tokio_postgres::Error) -> ApiError {
-    if e.is_closed() || e.code().is_none() && e.as_db_error().is_none() {
+    if e.is_closed() || e.code().is_none() && e.as_db_error().is_none() || e.code().is_some_and(retryable) {
         return ApiError::Unavailable(format!("postgres: {e}"));
     }
     // Class 22 (data exception: a NUL in text, a value out of range…) is about the values the client sent.
@@ -396,6 +397,16 @@ pub fn db_error(e: tokio_postgres::Error) -> ApiError {
         return ApiError::BadRequest(format!("value rejected by the database: {}", db.message()));
     }
     ApiError::Internal(format!("postgres: {e}"))
+}
+
+/// SQLSTATEs that say the database cannot serve this now, not that the request is wrong: the statement ran out
+/// of time (statement_timeout cancels with 57014, lock_timeout fails with 55P03: a table lock held elsewhere makes
+/// requests queue on the pool, and they must get the same 503 as the ones that time out waiting for it), the
+/// server is shutting down, crashing or starting (57P01-57P03), a connection exception (class 08), or it has no
+/// connection slots left (53300).
+fn retryable(code: &SqlState) -> bool {
+    let code = code.code();
+    code.starts_with("57") || code.starts_with("08") || code == "55P03" || code == "53300"
 }
 
 /// Errors caused by what the client asked for (a filter on a column that is not there, a value of the wrong
@@ -442,4 +453,27 @@ pub fn row_to_json(row: &Row) -> Result<Value, ApiError> {
         out.insert(column.name().to_string(), value.unwrap_or(Value::Null));
     }
     Ok(Value::Object(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_and_shutdowns_are_retryable_request_errors_are_not() {
+        for code in [
+            SqlState::QUERY_CANCELED,
+            SqlState::LOCK_NOT_AVAILABLE,
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+            SqlState::CONNECTION_FAILURE,
+            SqlState::TOO_MANY_CONNECTIONS,
+        ] {
+            assert!(retryable(&code), "{code:?}");
+        }
+        for code in [SqlState::UNIQUE_VIOLATION, SqlState::UNDEFINED_COLUMN, SqlState::SYNTAX_ERROR] {
+            assert!(!retryable(&code), "{code:?}");
+        }
+    }
 }
