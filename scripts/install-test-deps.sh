@@ -20,6 +20,8 @@ command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 # compare calibrate's test runs wrk beside loadgen.
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
+# tests/tests/sql_injection.rs runs bounded sqlmap scans against scribe-rs.
+command -v sqlmap >/dev/null 2>&1 || need+=(sqlmap)
 if [ "${#need[@]}" -gt 0 ]; then
   echo "install-test-deps: apt-get install ${need[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
