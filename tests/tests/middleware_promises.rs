@@ -722,7 +722,10 @@ fn flight_binary() -> &'static Path {
 /// origin (`*`); `Some(Some(list))` = exactly these origins.
 fn documented_policy(value: &str, credentials: bool) -> Option<Option<Vec<String>>> {
     let entries: Vec<&str> = value.split(',').map(str::trim).filter(|e| !e.is_empty()).collect();
-    if entries.is_empty() || entries.contains(&"*") {
+    if entries.is_empty() {
+        return None; // an empty allowlist is refused, never read as `*`
+    }
+    if entries.contains(&"*") {
         return if credentials { None } else { Some(None) };
     }
     let mut list = Vec::new();

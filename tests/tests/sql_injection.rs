@@ -380,7 +380,8 @@ fn table_of(segments: &[&str]) -> Option<String> {
             && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
     };
     let name = segments.join("_").to_ascii_lowercase();
-    (segments.iter().all(valid) && name.len() <= 63 - "_history".len()).then_some(name)
+    // Names ending in `_history` are reserved for history tables.
+    (segments.iter().all(valid) && name.len() <= 63 - "_history".len() && !name.ends_with("_history")).then_some(name)
 }
 
 /// `parents` / `children` / `referencePath` field rule.

@@ -150,6 +150,8 @@ pub enum ConfigError {
     CredentialsWithWildcard,
     #[error("FLIGHT_CORS_ORIGINS entry {0:?} is not an origin like https://example.com")]
     BadOrigin(String),
+    #[error("FLIGHT_CORS_ORIGINS is set but lists no origin; list origins, or `*` for any origin")]
+    NoOrigins,
     #[error("FLIGHT_DIST_PATH {0:?} is not a readable directory: {1}")]
     BadDist(PathBuf, std::io::Error),
     #[error("FLIGHT_REDIS_URL {0:?} is not a redis:// URL: {1}")]
@@ -206,7 +208,12 @@ impl Config {
 
 fn parse_origins(raw: &[String]) -> Result<Origins, ConfigError> {
     let entries: Vec<&str> = raw.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect();
-    if entries.is_empty() || entries.contains(&"*") {
+    // An empty list is refused rather than read as `*`: a deployment that templates an empty allowlist means
+    // "no origin", and silently allowing every origin would be the opposite.
+    if entries.is_empty() {
+        return Err(ConfigError::NoOrigins);
+    }
+    if entries.contains(&"*") {
         return Ok(Origins::Any);
     }
     let mut list = Vec::with_capacity(entries.len());

@@ -86,6 +86,9 @@ fn bad_dist_and_redis_url_exit_64() {
     assert_config_error(&[BASE[0], BASE[1], ("FLIGHT_DIST_PATH", "/definitely/not/here")], &[]);
     assert_config_error(&[BASE[0], BASE[1], ("FLIGHT_REDIS_URL", "not a url")], &[]);
     assert_config_error(&[BASE[0], BASE[1], ("FLIGHT_CORS_ORIGINS", "a.example")], &[]);
+    // Set but empty means "no origin" to whoever templated it; refused rather than read as `*`.
+    assert_config_error(&[BASE[0], BASE[1], ("FLIGHT_CORS_ORIGINS", "")], &[]);
+    assert_config_error(&[BASE[0], BASE[1], ("FLIGHT_CORS_ORIGINS", " , ")], &[]);
 }
 
 /// Starts the binary on an ephemeral port and returns it with the address from its listening line.

@@ -43,6 +43,13 @@ impl Table {
         if name.len() > MAX_TABLE {
             return Err(ApiError::BadRequest(format!("component name {name:?} is longer than {MAX_TABLE} characters")));
         }
+        // `notes_history` (or `/notes/history`) would address notes' history table as a component of its own:
+        // a POST would add columns to it and a DELETE drop every version of every note.
+        if name.ends_with("_history") {
+            return Err(ApiError::BadRequest(format!(
+                "component name {name:?} is reserved: tables ending in _history hold version history"
+            )));
+        }
         Ok(Table(name))
     }
 
@@ -474,6 +481,16 @@ mod tests {
         }
         for code in [SqlState::UNIQUE_VIOLATION, SqlState::UNDEFINED_COLUMN, SqlState::SYNTAX_ERROR] {
             assert!(!retryable(&code), "{code:?}");
+        }
+    }
+
+    #[test]
+    fn history_tables_are_not_components() {
+        for segments in [&["notes_history"][..], &["notes", "history"], &["Notes", "HISTORY"], &["a_b_history"]] {
+            assert!(matches!(Table::new(segments), Err(ApiError::BadRequest(_))), "{segments:?}");
+        }
+        for segments in [&["history"][..], &["notes", "histories"], &["history_notes"], &["notes", "drafts"]] {
+            assert!(Table::new(segments).is_ok(), "{segments:?}");
         }
     }
 }
