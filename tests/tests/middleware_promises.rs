@@ -730,7 +730,14 @@ fn documented_policy(value: &str, credentials: bool) -> Option<Option<Vec<String
     }
     let mut list = Vec::new();
     for entry in entries {
-        let entry = entry.trim_end_matches('/');
+        // Entries are compared as browsers serialize Origin: lower case, no default port, no trailing slash.
+        let mut entry = entry.trim_end_matches('/').to_ascii_lowercase();
+        for (scheme, port) in [("https://", ":443"), ("http://", ":80")] {
+            if entry.starts_with(scheme) && entry.ends_with(port) {
+                entry.truncate(entry.len() - port.len());
+            }
+        }
+        let entry = entry.as_str();
         let host = entry.strip_prefix("https://").or_else(|| entry.strip_prefix("http://"));
         let valid =
             host.is_some_and(|h| !h.is_empty() && !h.contains('/')) && entry.bytes().all(|b| b.is_ascii_graphic());

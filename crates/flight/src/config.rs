@@ -217,15 +217,28 @@ fn parse_origins(raw: &[String]) -> Result<Origins, ConfigError> {
         return Ok(Origins::Any);
     }
     let mut list = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let entry = entry.trim_end_matches('/');
+    for raw_entry in entries {
+        let entry = normalize_origin(raw_entry);
         let host = entry.strip_prefix("https://").or_else(|| entry.strip_prefix("http://"));
         let valid =
             host.is_some_and(|h| !h.is_empty() && !h.contains('/')) && entry.bytes().all(|b| b.is_ascii_graphic());
-        match HeaderValue::from_str(entry) {
+        match HeaderValue::from_str(&entry) {
             Ok(v) if valid => list.push(v),
-            _ => return Err(ConfigError::BadOrigin(entry.to_string())),
+            _ => return Err(ConfigError::BadOrigin(raw_entry.to_string())),
         }
     }
     Ok(Origins::List(list))
+}
+
+/// An allowlist entry in the form browsers send in `Origin` (RFC 6454 serialization): scheme and host in lower
+/// case, no default port, no trailing slash. Without this, `https://A.example` or `https://a.example:443` would
+/// be accepted at startup and then never match, silently blocking the site they name.
+fn normalize_origin(entry: &str) -> String {
+    let lower = entry.trim_end_matches('/').to_ascii_lowercase();
+    for (scheme, port) in [("https://", ":443"), ("http://", ":80")] {
+        if let Some(host) = lower.strip_prefix(scheme).and_then(|h| h.strip_suffix(port)) {
+            return format!("{scheme}{host}");
+        }
+    }
+    lower
 }

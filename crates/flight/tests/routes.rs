@@ -228,6 +228,20 @@ fn cors_credentials_with_wildcard_is_a_config_error() {
 }
 
 #[test]
+fn cors_entries_are_kept_as_browsers_send_origin() {
+    let config = flight::Config::try_parse_from([
+        "flight-rs",
+        "--cors-origins",
+        "HTTPS://A.Example:443/,http://b.example:80,https://c.example:8443",
+    ])
+    .expect("parses");
+    let settings = config.resolve().expect("valid origins");
+    let Origins::List(list) = settings.cors_origins else { panic!("a list") };
+    let list: Vec<&str> = list.iter().map(|v| v.to_str().expect("ASCII")).collect();
+    assert_eq!(list, ["https://a.example", "http://b.example", "https://c.example:8443"]);
+}
+
+#[test]
 fn production_needs_its_own_secret() {
     let resolve = |args: &[&str]| {
         let mut argv = vec!["flight-rs", "--middleware", "production"];
