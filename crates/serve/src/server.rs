@@ -302,8 +302,8 @@ impl IdleIo {
 }
 
 impl IdleIo {
-    /// In flight and a read or write would block: fails once no byte has moved for `stall`. The clock is
-    /// read only when a stall starts, not while bytes flow.
+    /// A read while a request is in flight, or any write, would block: fails once no byte has moved for
+    /// `stall`. The clock is read only when a stall starts, not while bytes flow.
     fn poll_stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
         let since = match self.conn.stalled_since.get() {
             Some(since) => since,
@@ -323,15 +323,18 @@ impl IdleIo {
         }
     }
 
-    /// A write that moved bytes ends a stall; one that would block while a request is in flight (a client
-    /// that stopped reading) counts toward the stall deadline.
+    /// A write that moved bytes ends a stall; one that would block (a client that stopped reading) counts
+    /// toward the stall deadline, whether or not a request is in flight: a response hyper already took from the
+    /// handler (the request is no longer in flight) can still be stuck in its write buffer, and a client that
+    /// pipelines requests and never reads leaves hyper there, never polling the socket for reads, so no read
+    /// deadline would fire (found by the e2e hardening tests).
     fn after_write(&mut self, cx: &mut Context<'_>, result: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
         match result {
             Poll::Ready(Ok(n)) if n > 0 => {
                 self.conn.stalled_since.set(None);
                 Poll::Ready(Ok(n))
             }
-            Poll::Pending if self.conn.in_flight.get() > 0 => match self.poll_stall(cx) {
+            Poll::Pending => match self.poll_stall(cx) {
                 Poll::Ready(e) => Poll::Ready(Err(e)),
                 Poll::Pending => Poll::Pending,
             },
@@ -348,9 +351,8 @@ impl tokio::io::AsyncRead for IdleIo {
             Poll::Ready(Ok(())) => {
                 let got_bytes = buf.filled().len() > before;
                 if got_bytes {
-                    if this.conn.in_flight.get() > 0 {
-                        this.conn.stalled_since.set(None);
-                    } else if this.conn.head_started.get().is_none() {
+                    this.conn.stalled_since.set(None);
+                    if this.conn.in_flight.get() == 0 && this.conn.head_started.get().is_none() {
                         this.conn.head_started.set(Some(Instant::now()));
                     }
                 }

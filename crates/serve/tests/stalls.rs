@@ -1,5 +1,6 @@
 //! `--io-timeout`: a request in flight whose connection moves no byte for that long is cut, whichever side
-//! stalls: a client that stops sending its body, or one that stops reading the response.
+//! stalls: a client that stops sending its body, or one that stops reading the response (also once the
+//! responses are complete but unwritten, as with a client that pipelines requests and never reads).
 
 mod common;
 
@@ -69,4 +70,32 @@ fn client_that_stops_reading_is_cut_after_io_timeout() {
     assert!(received.is_some(), "the stalled response was not cut within {BOUND:?} after draining began");
     assert!(received.unwrap_or(0) < 32 << 20, "the whole response arrived: nothing was cut");
     assert!(started.elapsed() < BOUND);
+}
+
+#[test]
+fn client_that_pipelines_and_never_reads_is_cut_after_io_timeout() {
+    // Only the io timeout may cut this connection: the keep-alive and header timeouts are far away.
+    let limits = serve::Limits {
+        io_timeout: IO_TIMEOUT,
+        keep_alive_timeout: Duration::from_secs(60),
+        header_timeout: Duration::from_secs(60),
+        ..test_limits()
+    };
+    let server = start(limits, || {
+        service_fn(|_req: Request| async {
+            Ok::<_, Infallible>(serve::Response::new(Body::Full(Bytes::from(vec![b'x'; 1024]))))
+        })
+    });
+    let mut client = Client::connect(server.local_addr());
+    // Every response is complete as soon as hyper takes it, so no request is in flight while hyper waits to
+    // write them out, and it reads nothing meanwhile. Pipeline until the server stops taking requests (a write
+    // then blocks for the client's write timeout) or cuts the connection (the write fails sooner).
+    let batch = "GET / HTTP/1.1\r\nHost: t\r\n\r\n".repeat(256);
+    let started = Instant::now();
+    while client.try_send(batch.as_bytes()).is_ok() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the server kept taking requests for 30 s");
+    }
+    // Cut: reading now ends in EOF or a reset. Not cut: every response arrives, then the connection idles.
+    let received = client.drain_until_closed(BOUND);
+    assert!(received.is_some(), "a client that pipelined requests and never read them was not cut");
 }
