@@ -44,3 +44,12 @@ pub fn payload_too_large(limit: u64) -> Response {
     res.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
     res
 }
+
+/// 501, closing the connection: a Transfer-Encoding other than exactly `chunked` (RFC 9112 §6.1: a server
+/// that does not understand a transfer coding answers 501). Read as chunked, `gzip, chunked` would hand the
+/// handler still-compressed bytes as if they were the body; the body was not read, so the connection closes.
+pub fn unsupported_transfer_encoding() -> Response {
+    let mut res = error(StatusCode::NOT_IMPLEMENTED, "only Transfer-Encoding: chunked is supported");
+    res.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+    res
+}

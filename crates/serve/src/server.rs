@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use http::header::CONTENT_LENGTH;
+use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http_body_util::Limited;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
 use tower::{Service, ServiceExt};
 
+use crate::response::unsupported_transfer_encoding;
 use crate::{Body, Limits, Request, Response, payload_too_large};
 
 /// A running server: one thread per listener. Dropping it shuts down gracefully, like [`Server::shutdown`].
@@ -408,6 +409,17 @@ struct ConnService<S> {
     peer: Option<PeerAddr>,
 }
 
+/// No Transfer-Encoding, or exactly one header saying `chunked` (hyper has framed the body by then; this
+/// refuses what it accepts but a strict reading of RFC 9112 does not: other codings and repeated headers).
+fn plain_chunked(headers: &http::HeaderMap) -> bool {
+    let mut values = headers.get_all(TRANSFER_ENCODING).iter();
+    match (values.next(), values.next()) {
+        (None, _) => true,
+        (Some(v), None) => v.to_str().is_ok_and(|v| v.trim().eq_ignore_ascii_case("chunked")),
+        (Some(_), Some(_)) => false,
+    }
+}
+
 /// The client's socket address, in request extensions when [`Limits::peer_addr`] is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerAddr(pub SocketAddr);
@@ -427,6 +439,12 @@ where
         if declared.is_some_and(|len| len > self.body_limit) {
             return ConnFuture::Rejected {
                 response: Some(payload_too_large(self.body_limit)),
+                in_flight: Some(in_flight),
+            };
+        }
+        if !plain_chunked(req.headers()) {
+            return ConnFuture::Rejected {
+                response: Some(unsupported_transfer_encoding()),
                 in_flight: Some(in_flight),
             };
         }

@@ -156,3 +156,24 @@ fn body_exactly_at_limit_is_accepted() {
     assert_eq!(res.status, 200);
     assert_eq!(res.body.len(), BODY_LIMIT as usize);
 }
+
+#[test]
+fn transfer_codings_other_than_plain_chunked_get_501_and_close() {
+    let (server, calls) = echo_server();
+    for te in ["Transfer-Encoding: gzip, chunked", "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked"] {
+        let mut client = Client::connect(server.local_addr());
+        // A canary follows on the same connection: it must never be answered as a second request.
+        client.send(format!(
+            "POST /echo HTTP/1.1\r\nHost: test\r\n{te}\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET /echo HTTP/1.1\r\nHost: test\r\n\r\n"
+        ));
+        let res = client.read_response().expect("501 arrives");
+        assert_eq!(res.status, 501, "{te}");
+        assert_eq!(res.header("connection"), Some("close"), "{te}");
+        assert!(client.wait_closed(Duration::from_secs(2)).is_some(), "{te}: closed after the 501, canary unanswered");
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "no handler saw these requests");
+    let mut client = Client::connect(server.local_addr());
+    let res =
+        client.request("POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: Chunked \r\n\r\n2\r\nok\r\n0\r\n\r\n");
+    assert_eq!((res.status, res.text().as_str()), (200, "ok"), "plain chunked, any case, still works");
+}
