@@ -231,8 +231,8 @@ pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
             out,
             "\n## {w}: soak\n\nOne server per runtime for the whole soak under a fixed open-loop rate of {} req/s, \
              sampled after every window: RSS of the whole process tree, the window's latency (corrected for \
-             coordinated omission). The RSS slope is Theil–Sen's over the samples after the first {} s \
-             settle span (at most 60 s); \"growing\" means the fit grew by at least {} MiB or {:.0}% of the \
+             coordinated omission). The RSS slope is Theil–Sen's over the samples after the first {} s (a \
+             quarter of the soak, at most 60 s, where buffers and caches grow to size); \"growing\" means the fit grew by at least {} MiB or {:.0}% of the \
              median RSS, and the last third of the samples sits above the first third.\n",
             rate.map_or("—".into(), |r| num(r, 0)),
             cells.first().map_or("—".into(), |c| num(c.trend.settle_s, 0)),
