@@ -86,9 +86,12 @@ impl ResponseParser {
                     }
                     let mut headers = [httparse::EMPTY_HEADER; 64];
                     let mut res = httparse::Response::new(&mut headers);
-                    let n = match res.parse(avail) {
+                    // Only the first MAX_HEAD bytes are parsed, so a head over the limit fails however it was
+                    // split into reads (checking only what was buffered let a large head through in one read).
+                    let window = &avail[..avail.len().min(MAX_HEAD)];
+                    let n = match res.parse(window) {
                         Ok(httparse::Status::Complete(n)) => n,
-                        Ok(httparse::Status::Partial) if avail.len() > MAX_HEAD => {
+                        Ok(httparse::Status::Partial) if window.len() == MAX_HEAD => {
                             return Err(ParseError::HeadTooLarge);
                         }
                         Ok(httparse::Status::Partial) => return Ok((at, None)),
@@ -165,9 +168,7 @@ impl ResponseParser {
                     return Ok((at, None));
                 }
                 State::ChunkSize => {
-                    let Some(end) = find_crlf(avail) else {
-                        return if avail.len() > MAX_LINE { Err(ParseError::Chunk) } else { Ok((at, None)) };
-                    };
+                    let Some(end) = line_end(avail)? else { return Ok((at, None)) };
                     let line = &avail[..end];
                     let digits = trim(line.split(|&b| b == b';').next().unwrap_or(b""));
                     if digits.is_empty() || digits.len() > 15 {
@@ -207,9 +208,7 @@ impl ResponseParser {
                     self.state = State::ChunkSize;
                 }
                 State::Trailer => {
-                    let Some(end) = find_crlf(avail) else {
-                        return if avail.len() > MAX_LINE { Err(ParseError::Chunk) } else { Ok((at, None)) };
-                    };
+                    let Some(end) = line_end(avail)? else { return Ok((at, None)) };
                     at += end + 2;
                     if end == 0 {
                         return Ok((at, Some(self.finish())));
@@ -253,8 +252,16 @@ impl ResponseParser {
     }
 }
 
-fn find_crlf(buf: &[u8]) -> Option<usize> {
-    buf.windows(2).position(|w| w == b"\r\n")
+/// Where the chunk-size or trailer line at the start of `buf` ends (its CRLF), `None` while it is incomplete.
+/// Looks no further than a line of MAX_LINE bytes reaches, so a longer line fails however it was split into
+/// reads (checking only what was buffered let a long line through when it arrived in one read).
+fn line_end(buf: &[u8]) -> Result<Option<usize>, ParseError> {
+    let window = &buf[..buf.len().min(MAX_LINE + 2)];
+    match window.windows(2).position(|w| w == b"\r\n") {
+        Some(end) => Ok(Some(end)),
+        None if window.len() == MAX_LINE + 2 => Err(ParseError::Chunk),
+        None => Ok(None),
+    }
 }
 
 fn trim(bytes: &[u8]) -> &[u8] {
@@ -329,6 +336,34 @@ mod tests {
         )
         .expect("bodiless");
         assert_eq!(done.len(), 2);
+    }
+
+    /// Found writing the `loadgen_response` fuzz target's one-read-vs-split check (which fails on the old code
+    /// with a crafted input): a chunk line over MAX_LINE, or a head over MAX_HEAD, was accepted or refused
+    /// depending on how the bytes were split into reads.
+    #[test]
+    fn limits_hold_however_the_bytes_are_split() {
+        let chunked = |line: &[u8]| {
+            let mut input = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            input.extend_from_slice(line);
+            input.extend_from_slice(b"\r\nabc\r\n0\r\n\r\n");
+            input
+        };
+        let at_limit = chunked(&[b"3;".as_slice(), &vec![b'e'; MAX_LINE - 2]].concat());
+        let over = chunked(&[b"3;".as_slice(), &vec![b'e'; MAX_LINE - 1]].concat());
+        let mut trailer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: ".to_vec();
+        trailer.extend_from_slice(&vec![b't'; MAX_LINE]);
+        trailer.extend_from_slice(b"\r\n\r\n");
+        let mut head = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
+        head.extend_from_slice(&vec![b'h'; MAX_HEAD]);
+        head.extend_from_slice(b"\r\nContent-Length: 0\r\n\r\n");
+        for step in [1000, 4097, 5000, usize::MAX] {
+            let (done, body) = parse_all(&at_limit, false, step).expect("a line of MAX_LINE bytes");
+            assert_eq!((done.len(), body.as_slice()), (1, &b"abc"[..]), "step {step}");
+            assert_eq!(parse_all(&over, false, step), Err(ParseError::Chunk), "step {step}");
+            assert_eq!(parse_all(&trailer, false, step), Err(ParseError::Chunk), "step {step}");
+            assert_eq!(parse_all(&head, false, step), Err(ParseError::HeadTooLarge), "step {step}");
+        }
     }
 
     #[test]
