@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, and .ci/run): installs what tests need, then format check, clippy with
-# warnings as errors, and every test in the workspace (debug build; real redis-server, real sockets).
+# warnings as errors, every test in the workspace (debug build; real redis-server, PostgreSQL, sockets), and a
+# bounded fuzzing run of every fuzz target.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -18,4 +19,8 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --locked --no-fail-fast
 fi
+# Coverage-guided fuzzing, bounded: 20 s per target here (FUZZ_SECONDS to change; longer by hand with
+# `bash scripts/fuzz.sh 600`). A crash fails the run and prints the input and how to reproduce it.
+echo "== fuzz"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 echo "== all tests passed"
