@@ -296,12 +296,7 @@ fn render_ladder(steps: &[String], points: &[LadderPoint]) -> Result<String, fmt
         }
     }
     if runtimes.is_empty() || steps.is_empty() {
-        writeln!(
-            out,
-            r##"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="middle" fill="#777">no data</text>"##,
-            (LEFT + WIDTH - RIGHT) / 2.0,
-            (plot_top + plot_bottom) / 2.0
-        )?;
+        no_data(&mut out, (LEFT + WIDTH - RIGHT) / 2.0, (plot_top + plot_bottom) / 2.0)?;
     }
     out.push_str("</svg>\n");
     Ok(out)
@@ -405,15 +400,15 @@ fn render_lines(title: &str, x_unit: &str, series: &[Series]) -> Result<String, 
         }
     }
     if series.iter().all(|s| !s.points.iter().any(ok)) {
-        writeln!(
-            out,
-            r##"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="middle" fill="#777">no data</text>"##,
-            (LEFT + WIDTH - RIGHT) / 2.0,
-            (plot_top + plot_bottom) / 2.0
-        )?;
+        no_data(&mut out, (LEFT + WIDTH - RIGHT) / 2.0, (plot_top + plot_bottom) / 2.0)?;
     }
     out.push_str("</svg>\n");
     Ok(out)
+}
+
+/// "no data" centred at (x, y): an empty plot says so rather than showing bare axes.
+fn no_data(out: &mut String, x: f64, y: f64) -> fmt::Result {
+    writeln!(out, r##"<text x="{x:.1}" y="{y:.1}" font-size="14" text-anchor="middle" fill="#777">no data</text>"##)
 }
 
 fn open_svg(out: &mut String, height: f64, title: &str) -> fmt::Result {

@@ -110,6 +110,19 @@ impl WorkloadRun<'_> {
         Ok(runtimes::server_spec(rt, self.workload(), &self.cfg.paths, &env))
     }
 
+    /// What one measured run (or soak) of this workload needs besides the bench.
+    fn run_input<'s>(&'s self, spec: &'s cells::ServerSpec, rate: Option<f64>, tag: &'s str) -> RunInput<'s> {
+        RunInput {
+            spec,
+            ready_path: &self.plan.ready_path,
+            load: &self.plan.load,
+            prime: self.plan.prime.as_ref(),
+            also_ok: self.workload().also_ok,
+            rate,
+            tag,
+        }
+    }
+
     fn record(&self, rt: Runtime, kind: Kind, round: u32) -> Record {
         let version = self.versions.get(&rt).cloned().flatten();
         Record::new(self.meta, self.workload().name, rt.name(), version.as_deref(), kind, round)
@@ -477,15 +490,7 @@ fn soak_cells(
         ));
         let spec = wr.spec(rt, Purpose::Run)?;
         let tag = format!("{name}-{}-soak", rt.name());
-        let input = RunInput {
-            spec: &spec,
-            ready_path: &wr.plan.ready_path,
-            load: &wr.plan.load,
-            prime: wr.plan.prime.as_ref(),
-            also_ok: wr.workload().also_ok,
-            rate: Some(soak.rate),
-            tag: &tag,
-        };
+        let input = wr.run_input(&spec, Some(soak.rate), &tag);
         let make = |sample: u32| wr.record(rt, Kind::Soak, sample);
         let mut taken = 0;
         let mut emit = |rec: Record| -> anyhow::Result<()> {
@@ -540,15 +545,7 @@ fn run_rounds(
             let mut rec = wr.record(rt, kind, round);
             let spec = wr.spec(rt, Purpose::Run)?;
             let tag = format!("{name}-{}-{}-r{round}", rt.name(), kind.as_str());
-            let input = RunInput {
-                spec: &spec,
-                ready_path: &wr.plan.ready_path,
-                load: &wr.plan.load,
-                prime: wr.plan.prime.as_ref(),
-                also_ok: wr.workload().also_ok,
-                rate,
-                tag: &tag,
-            };
+            let input = wr.run_input(&spec, rate, &tag);
             cells::measure(wr.bench, &input, &mut rec);
             check_interrupted()?;
             progress.end(run_s, &run_summary(&rec));
