@@ -12,6 +12,12 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== tests"
+# Some end-to-end tests run `cargo build` for the binaries they start (so a stale binary is never what
+# passes). Each package selection has its own feature set, so build those exact selections here, before the
+# tests run in parallel: inside a test, a cold build would hold the cargo lock for minutes and time out others.
+cargo build --locked --quiet --bins -p flight -p scribe -p metadata -p ladder   # tests/tests/hardening.rs
+cargo build --locked --quiet -p flight --bin flight-rs                          # tests/tests/middleware_promises.rs
+cargo build --locked --quiet -p loadgen -p probe                                # tests/tests/compose.rs
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast
   # nextest does not run doctests.
