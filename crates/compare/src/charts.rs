@@ -202,17 +202,7 @@ fn render_ladder(steps: &[String], points: &[LadderPoint]) -> Result<String, fmt
         if tilt { (PAD.max(label_w * 0.87 - LEFT + 12.0), 34.0 + label_w * 0.5) } else { (PAD, 40.0) };
 
     // Legend items under the title, in rows wrapped to the width; many runtimes push the plot down.
-    let (mut lx, mut ly) = (16.0, 52.0);
-    let mut legend = Vec::with_capacity(runtimes.len());
-    for rt in &runtimes {
-        let item_w = 34.0 + rt.chars().count() as f64 * CHAR_W + 16.0;
-        if lx + item_w > WIDTH - RIGHT && lx > 16.0 {
-            lx = 16.0;
-            ly += 20.0;
-        }
-        legend.push((lx, ly));
-        lx += item_w;
-    }
+    let (legend, ly) = legend_layout(runtimes.iter().copied(), RIGHT);
     let plot_top = ly + 22.0;
     let plot_bottom = PLOT_BOTTOM.max(plot_top + 120.0);
     let height = plot_bottom + bottom;
@@ -321,17 +311,7 @@ fn render_lines(title: &str, x_unit: &str, series: &[Series]) -> Result<String, 
     const PLOT_H: f64 = 280.0;
     let mut out = String::with_capacity(4096 + series.iter().map(|s| s.points.len() * 16).sum::<usize>());
     // Legend rows under the title, wrapped to the width.
-    let (mut lx, mut ly) = (16.0, 52.0);
-    let mut legend = Vec::with_capacity(series.len());
-    for s in series {
-        let item_w = 34.0 + s.name.chars().count() as f64 * CHAR_W + 16.0;
-        if lx + item_w > WIDTH - RIGHT && lx > 16.0 {
-            lx = 16.0;
-            ly += 20.0;
-        }
-        legend.push((lx, ly));
-        lx += item_w;
-    }
+    let (legend, ly) = legend_layout(series.iter().map(|s| s.name.as_str()), RIGHT);
     let plot_top = ly + 22.0;
     let plot_bottom = plot_top + PLOT_H;
     let height = plot_bottom + 48.0;
@@ -404,6 +384,23 @@ fn render_lines(title: &str, x_unit: &str, series: &[Series]) -> Result<String, 
     }
     out.push_str("</svg>\n");
     Ok(out)
+}
+
+/// Legend items under the title, in rows wrapped to the width (`right`: the margin kept free): each item's
+/// position, and the baseline of the last row (many items push the plot down).
+fn legend_layout<'a>(names: impl Iterator<Item = &'a str>, right: f64) -> (Vec<(f64, f64)>, f64) {
+    let (mut lx, mut ly) = (16.0, 52.0);
+    let mut legend = Vec::new();
+    for name in names {
+        let item_w = 34.0 + name.chars().count() as f64 * CHAR_W + 16.0;
+        if lx + item_w > WIDTH - right && lx > 16.0 {
+            lx = 16.0;
+            ly += 20.0;
+        }
+        legend.push((lx, ly));
+        lx += item_w;
+    }
+    (legend, ly)
 }
 
 /// "no data" centred at (x, y): an empty plot says so rather than showing bare axes.

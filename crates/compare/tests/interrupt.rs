@@ -71,12 +71,7 @@ fn sigterm_stops_every_child() {
     assert!(alive.is_empty(), "children survived compare: {alive:?}");
 
     // What was measured before the signal is kept: the floor's check record.
-    let jsonl: Vec<_> = std::fs::read_dir(out.path())
-        .expect("out dir")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
+    let jsonl: Vec<_> = common::jsonl_files(out.path());
     assert_eq!(jsonl.len(), 1, "{jsonl:?}");
     let records = compare::records::read_jsonl(&jsonl).expect("records");
     assert!(records.iter().any(|r| r.kind == compare::records::Kind::Check && !r.void), "{records:?}");

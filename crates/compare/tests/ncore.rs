@@ -28,12 +28,7 @@ fn two_core_layout_runs_every_scaling_runtime() {
     assert!(run.status.success(), "compare failed ({}):\n{stderr}", run.status);
     assert!(stderr.contains("koa, floor run as one process; left out of this 2-core layout"), "{stderr}");
 
-    let jsonl: Vec<_> = std::fs::read_dir(out.path())
-        .expect("out dir")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
+    let jsonl: Vec<_> = common::jsonl_files(out.path());
     let recs = records::read_jsonl(&jsonl).expect("records");
     let runtimes: Vec<&str> = recs.iter().filter(|r| r.kind == Kind::Check).map(|r| r.runtime.as_str()).collect();
     assert_eq!(runtimes, ["rust", "bun", "node"]);

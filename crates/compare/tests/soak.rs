@@ -64,12 +64,7 @@ fn soak_flags_a_leaking_server_and_not_a_sound_one() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{stderr}");
 
-    let jsonl: Vec<_> = std::fs::read_dir(&out)
-        .expect("out dir")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
+    let jsonl: Vec<_> = common::jsonl_files(&out);
     assert_eq!(jsonl.len(), 1);
     let v = common::validator();
     for line in std::fs::read_to_string(&jsonl[0]).expect("jsonl").lines() {

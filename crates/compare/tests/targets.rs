@@ -62,12 +62,7 @@ fn targets_are_checked_and_measured_like_runtimes() {
     assert!(stderr.contains("hello-bare wrong: VOID"), "{stderr}");
     assert!(mine.0.try_wait().expect("poll").is_none(), "compare must not stop a server it did not start");
 
-    let jsonl: Vec<_> = std::fs::read_dir(out.path())
-        .expect("out dir")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
+    let jsonl: Vec<_> = common::jsonl_files(out.path());
     let v = common::validator();
     for line in std::fs::read_to_string(&jsonl[0]).expect("jsonl").lines() {
         common::assert_valid(&v, &serde_json::from_str(line).expect("JSON line"));

@@ -71,3 +71,13 @@ pub fn meta() -> compare::records::RunMeta {
         layout: compare::records::Layout { server_cores: server, loader_cores: loader.clone(), db_cores: loader },
     }
 }
+
+/// The JSONL record files compare wrote into `dir`.
+pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("out dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect()
+}
