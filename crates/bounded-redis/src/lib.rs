@@ -3,7 +3,8 @@
 //! The services this workspace ports hung when Redis was down. Here every command is bounded by the timeout
 //! given to [`RedisStore::new`]; a failure flips the store to "down" (one warning), callers take their fallback
 //! path, and a reconnect is attempted at most once a second until Redis answers again (one info line on
-//! recovery). Used by flight-rs (rate limit, sessions, cache) and scribe-rs (schema cache).
+//! recovery). Used by flight-rs (rate limit, sessions, cache), scribe-rs (schema cache) and metadata-rs
+//! (response cache).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
