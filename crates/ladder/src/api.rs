@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::ALLOW;
 use http::{HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
 use serde::Serialize;
@@ -48,10 +47,10 @@ impl Ladder {
             "/ladder/validate" => Rung::Validate,
             "/ladder/sqlite" => Rung::Sqlite,
             "/ladder/postgres" => Rung::Postgres,
-            _ => return Reply::now(serve::error(StatusCode::NOT_FOUND, "not found")),
+            _ => return Reply::now(serve::not_found()),
         };
         if req.method() != Method::POST {
-            return Reply::now(method_not_allowed("POST"));
+            return Reply::now(serve::method_not_allowed(HeaderValue::from_static("POST")));
         }
         let this = self.clone();
         Reply::later(async move { this.climb(rung, req).await })
@@ -81,7 +80,7 @@ impl Ladder {
         };
         let video = match looked_up {
             Ok(Some(video)) => video,
-            Ok(None) => return serve::error(StatusCode::NOT_FOUND, "not found"),
+            Ok(None) => return serve::not_found(),
             Err(VideoError::Unavailable(_)) => return serve::unavailable("database unavailable"), // logged once by Videos
             Err(e @ VideoError::Malformed { .. }) => {
                 tracing::error!(error = %e, "stored video is malformed");
@@ -161,15 +160,10 @@ fn read_only(method: &Method, body: &'static [u8]) -> Response {
     if method == Method::GET || method == Method::HEAD {
         serve::json_bytes(StatusCode::OK, Bytes::from_static(body))
     } else {
-        method_not_allowed("GET, HEAD")
+        serve::method_not_allowed(HeaderValue::from_static("GET, HEAD"))
     }
 }
 
-fn method_not_allowed(allow: &'static str) -> Response {
-    let mut res = serve::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
-    res.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
-    res
-}
 
 impl tower::Service<Request> for Ladder {
     type Response = Response;

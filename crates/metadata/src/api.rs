@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::ALLOW;
 use http::{HeaderValue, Method, StatusCode};
 use serve::{Reply, Request, Response};
 
@@ -39,15 +38,15 @@ impl Metadata {
         let path = req.uri().path();
         if path == "/healthz" {
             if !is_read(req.method()) {
-                return Reply::now(method_not_allowed());
+                return Reply::now(serve::method_not_allowed(READ_METHODS));
             }
             return self.health();
         }
         let Some(raw_id) = path.strip_prefix(PREFIX).filter(|rest| !rest.is_empty() && !rest.contains('/')) else {
-            return Reply::now(serve::error(StatusCode::NOT_FOUND, "not found"));
+            return Reply::now(serve::not_found());
         };
         if !is_read(req.method()) {
-            return Reply::now(method_not_allowed());
+            return Reply::now(serve::method_not_allowed(READ_METHODS));
         }
         let Some(id) = decode_component(raw_id) else {
             return Reply::now(serve::error(StatusCode::BAD_REQUEST, "malformed id"));
@@ -120,11 +119,8 @@ fn health_response(sqlite_ok: bool, redis: &str) -> Response {
     serve::json_bytes(status, body)
 }
 
-fn method_not_allowed() -> Response {
-    let mut res = serve::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
-    res.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
-    res
-}
+/// Every path here is read-only.
+const READ_METHODS: HeaderValue = HeaderValue::from_static("GET, HEAD");
 
 fn is_read(method: &Method) -> bool {
     method == Method::GET || method == Method::HEAD

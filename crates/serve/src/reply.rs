@@ -1,5 +1,9 @@
 //! The future a per-worker tower service returns when most answers are ready at once (a route table hit,
-//! a refusal, an inline SQLite read) and some need an await: no box for the former.
+//! a refusal, an inline SQLite read) and some need an await: no box for the former. flight's route handlers
+//! return it too, and its router is a service with this future.
+//!
+//! Not `Send`: each worker polls its connections on its own thread, so handlers may hold `Rc` state (metadata's
+//! and ladder's per-worker SQLite connections).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -9,7 +13,9 @@ use std::task::{Context, Poll};
 use crate::Response;
 
 pub enum Reply {
+    /// Answered at once.
     Now(std::future::Ready<Result<Response, Infallible>>),
+    /// Answered after an await.
     Later(Pin<Box<dyn Future<Output = Response>>>),
 }
 

@@ -8,38 +8,18 @@ use std::time::Instant;
 use serve::{Request, Response};
 
 #[derive(Clone, Debug)]
-pub struct RequestLogLayer {
+pub struct RequestLog {
+    /// Log the X-Forwarded-For client rather than the socket peer.
     pub trust_proxy: bool,
 }
 
-impl<S> tower::Layer<S> for RequestLogLayer {
-    type Service = RequestLog<S>;
-    fn layer(&self, inner: S) -> RequestLog<S> {
-        RequestLog { inner, trust_proxy: self.trust_proxy }
-    }
-}
-
-#[derive(Clone)]
-pub struct RequestLog<S> {
-    inner: S,
-    trust_proxy: bool,
-}
-
-impl<S: super::Inner> tower::Service<Request> for RequestLog<S> {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = super::ResponseFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
+impl super::Edge for RequestLog {
+    fn call<S: super::Inner>(&self, inner: &mut S, req: Request) -> super::ResponseFuture {
         let started = Instant::now();
         let method = req.method().clone();
         let path = req.uri().path().to_owned();
         let client = super::client_ip(&req, self.trust_proxy);
-        let fut = self.inner.call(req);
+        let fut = inner.call(req);
         Box::pin(async move {
             let Ok(res) = fut.await;
             tracing::info!(
