@@ -164,7 +164,6 @@ fn read_only(method: &Method, body: &'static [u8]) -> Response {
     }
 }
 
-
 impl tower::Service<Request> for Ladder {
     type Response = Response;
     type Error = Infallible;

@@ -47,7 +47,14 @@ impl Videos {
     /// Opens now when it can; otherwise the first request that needs it tries again.
     pub fn new(options: DbOptions) -> Videos {
         let DbOptions { path, busy_timeout } = options;
-        Videos { reader: Reader::new(sqlite_reader::Options { path, busy_timeout, mmap_size: MMAP_SIZE, statement: VIDEO_SQL }) }
+        Videos {
+            reader: Reader::new(sqlite_reader::Options {
+                path,
+                busy_timeout,
+                mmap_size: MMAP_SIZE,
+                statement: VIDEO_SQL,
+            }),
+        }
     }
 
     /// The video `id`, `Ok(None)` when there is none.

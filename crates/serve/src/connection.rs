@@ -99,7 +99,7 @@ impl ConnState {
 }
 
 /// Marks a request in flight until its response body has been written (or dropped).
-struct InFlight(Rc<ConnState>);
+pub(crate) struct InFlight(Rc<ConnState>);
 
 impl InFlight {
     fn new(conn: Rc<ConnState>) -> Self {
@@ -351,7 +351,7 @@ where
 
 pin_project_lite::pin_project! {
     #[project = ConnFutureProj]
-    enum ConnFuture<F, W> {
+    pub(crate) enum ConnFuture<F, W> {
         Rejected { response: Option<Response>, in_flight: Option<InFlight> },
         App { #[pin] inner: F, in_flight: Option<InFlight> },
         Waiting { #[pin] inner: W, in_flight: Option<InFlight> },

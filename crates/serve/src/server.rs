@@ -104,12 +104,10 @@ pub fn serve_until_signal<F, S>(
         std::process::exit(1)
     };
     // Before the banner: a SIGTERM right after readiness is announced must be graceful, not the default kill.
-    let signals =
-        ShutdownSignal::install().unwrap_or_else(|e| fail(format!("cannot install signal handlers: {e}")));
+    let signals = ShutdownSignal::install().unwrap_or_else(|e| fail(format!("cannot install signal handlers: {e}")));
     let listeners =
         crate::bind_reuseport(addr, limits.workers).unwrap_or_else(|e| fail(format!("cannot listen on {addr}: {e}")));
-    let server = Server::start(listeners, limits, make_service)
-        .unwrap_or_else(|e| fail(format!("server failed: {e}")));
+    let server = Server::start(listeners, limits, make_service).unwrap_or_else(|e| fail(format!("server failed: {e}")));
     println!("{}", banner(server.local_addr()));
     signals.wait();
     server.shutdown();
@@ -149,4 +147,3 @@ where
         tracing::warn!("shutdown deadline passed with connections still open; closing them");
     }
 }
-

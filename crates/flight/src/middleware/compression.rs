@@ -3,9 +3,6 @@
 //! Skips responses that are already encoded, already-compressed media types, `Cache-Control: no-transform`,
 //! HEAD, and bodiless statuses. Streams through async-compression: nothing is buffered whole.
 
-use std::convert::Infallible;
-use std::task::{Context, Poll};
-
 use async_compression::Level;
 use async_compression::tokio::bufread::{BrotliEncoder, GzipEncoder, ZlibEncoder, ZstdEncoder};
 use futures_util::TryStreamExt;

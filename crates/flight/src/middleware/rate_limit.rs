@@ -4,15 +4,13 @@
 //! memory while Redis is unreachable: the limiter degrades, it never blocks a request.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::header::RETRY_AFTER;
 use http::{HeaderValue, StatusCode};
-use serve::{Request, Response};
+use serve::Request;
 use tower::ServiceExt;
 
 use bounded_redis::RedisStore;

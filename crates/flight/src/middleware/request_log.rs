@@ -1,15 +1,13 @@
 //! One log line per request (method, path, status, duration, client). Off by default: a log line per
 //! request costs more than the hello handler itself.
 
-use std::convert::Infallible;
-use std::task::{Context, Poll};
 use std::time::Instant;
 
-use serve::{Request, Response};
+use serve::Request;
 
 #[derive(Clone, Debug)]
 pub struct RequestLog {
-    /// Log the X-Forwarded-For client rather than the socket peer.
+    /// Whether the logged client may come from X-Forwarded-For (see [`super::client_ip`]).
     pub trust_proxy: bool,
 }
 

@@ -5,17 +5,15 @@
 //! its session gets 503 (falling back to memory would silently fork sessions across processes).
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
-use http::header::{COOKIE, RETRY_AFTER, SET_COOKIE};
-use http::{HeaderValue, StatusCode};
+use http::HeaderValue;
+use http::header::{COOKIE, SET_COOKIE};
 use serde_json::{Map, Value};
 use serve::{Request, Response};
 use sha2::Sha256;
