@@ -114,7 +114,7 @@ impl App {
             .option_layer(production.then(|| EdgeLayer(RateLimit::new(self.state.limiter.clone()))))
             .option_layer(production.then(|| EdgeLayer(Sessions::new(self.state.sessions.clone()))))
             .option_layer(production.then(|| EdgeLayer(Cached::new(self.state.cache.clone()))))
-            .service(Router::new(self.table.clone(), self.files.clone()))
+            .service(serve::Handled(Router::new(self.table.clone(), self.files.clone())))
     }
 
     /// Serving limits with what this app needs from the server turned on.

@@ -3,9 +3,7 @@
 //! hash probe.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use http::header::ALLOW;
 use http::{HeaderValue, Method, StatusCode};
@@ -140,16 +138,8 @@ impl Router {
     }
 }
 
-impl tower::Service<Request> for Router {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Reply;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> Reply {
+impl serve::Handler for Router {
+    fn handle(&self, req: Request) -> Reply {
         match self.table.dispatch(req) {
             Ok(reply) => reply,
             Err(req) => match &self.fallback {

@@ -2,10 +2,8 @@
 //! rungs read the body and so answer from a boxed future.
 
 use std::cell::RefCell;
-use std::convert::Infallible;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode};
@@ -39,7 +37,9 @@ impl Ladder {
     pub fn new(shared: Arc<Shared>, videos: Videos, items: Items) -> Ladder {
         Ladder { shared, videos: Rc::new(RefCell::new(videos)), items: Rc::new(items) }
     }
+}
 
+impl serve::Handler for Ladder {
     fn handle(&self, req: Request) -> Reply {
         let rung = match req.uri().path() {
             "/ladder/empty" => return Reply::now(read_only(req.method(), OK)),
@@ -55,7 +55,9 @@ impl Ladder {
         let this = self.clone();
         Reply::later(async move { this.climb(rung, req).await })
     }
+}
 
+impl Ladder {
     /// Every rung does what the one below it does, then its own step.
     async fn climb(self, rung: Rung, req: Request) -> Response {
         let body: Bytes = match req.into_body().collect().await {
@@ -161,19 +163,5 @@ fn read_only(method: &Method, body: &'static [u8]) -> Response {
         serve::json_bytes(StatusCode::OK, Bytes::from_static(body))
     } else {
         serve::method_not_allowed(HeaderValue::from_static("GET, HEAD"))
-    }
-}
-
-impl tower::Service<Request> for Ladder {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Reply;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> Reply {
-        self.handle(req)
     }
 }

@@ -5,10 +5,8 @@
 //! waits for the SET.
 
 use std::cell::RefCell;
-use std::convert::Infallible;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode};
@@ -29,12 +27,18 @@ pub struct Metadata {
     cache: Option<Arc<Cache>>,
 }
 
+impl serve::Handler for Metadata {
+    fn handle(&self, req: Request) -> Reply {
+        self.answer(&req)
+    }
+}
+
 impl Metadata {
     pub fn new(db: Database, cache: Option<Cache>) -> Metadata {
         Metadata { db: Rc::new(RefCell::new(db)), cache: cache.map(Arc::new) }
     }
 
-    fn handle(&self, req: &Request) -> Reply {
+    fn answer(&self, req: &Request) -> Reply {
         let path = req.uri().path();
         if path == "/healthz" {
             if !is_read(req.method()) {
@@ -199,20 +203,6 @@ fn form_decode(raw: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-impl tower::Service<Request> for Metadata {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Reply;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> Reply {
-        self.handle(&req)
-    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 //! and command-line parsing that fails with one line and exit code 64.
 //!
 //! A server is a `tower::Service<Request<RequestBody>, Response = Response<Body>, Error = Infallible>` built
-//! once per worker by a factory closure; its future is usually [`Reply`]. How to run one: see [`Server`]. One
+//! once per worker by a factory closure; its future is usually [`Reply`], and an app that is always ready
+//! implements [`Handler`] and is served as [`Handled`]. How to run one: see [`Server`]. One
 //! connection accepted elsewhere is served with [`serve_connection`] (the fuzz target
 //! drives the whole stack that way). The answers every server shares ([`not_found`], [`method_not_allowed`],
 //! [`unavailable`], [`error`]) live here so their bytes are the same everywhere.
@@ -29,7 +30,7 @@ pub use cli::{EXIT_CONFIG, command_with_env, exit_config, parse_or_exit};
 pub use connection::{PeerAddr, serve_connection};
 pub use limits::{Limits, ServeArgs};
 pub use listen::bind_reuseport;
-pub use reply::Reply;
+pub use reply::{Handled, Handler, Reply};
 pub use response::{error, json, json_bytes, method_not_allowed, not_found, payload_too_large, unavailable};
 pub use server::{Server, serve_until_signal};
 pub use signal::ShutdownSignal;
