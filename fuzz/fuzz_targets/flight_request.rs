@@ -8,47 +8,41 @@
 //! the app (and so its memory stores) is built afresh for every input, so an input's outcome does not depend
 //! on the ones before it.
 //!
-//! The connection is set up as `serve` sets up its own (`serve` does not expose that code): the same hyper
-//! builder options, and the same adapter in front of the app (413 with `Connection: close` for a declared
-//! Content-Length over the limit, 501 for a Transfer-Encoding other than one `chunked`, `Limited` bodies, the
-//! peer address in extensions when the app asks, the app called in place). `serve`'s socket deadlines are left
-//! out: the client here half-closes once the server has read its input and answered what it started (see
-//! [`settle`]), so a connection that still does not finish is a hang of hyper or the app, not an idle client.
+//! The connection is served by [`serve::serve_connection`], the code every listener of `serve` runs: its hyper
+//! settings, socket deadlines and adapter (413 with `Connection: close` for a declared Content-Length over the
+//! limit, 501 for a Transfer-Encoding other than one `chunked`, `Limited` bodies, the peer address in
+//! extensions when the app asks). The client half-closes once the server has read its input and answered what
+//! it started (see [`settle`]), well inside the deadlines, so a connection that still does not finish is a hang
+//! of hyper or the app, not an idle client. The app is wrapped in [`Recorded`], which notes what it was asked
+//! and answered; `serve`'s own refusals do not reach it and can only be the last response on the wire.
 //!
 //! Invariants:
 //! * no panic;
 //! * the connection finishes within 5 s (no hang), and the client reads the response bytes to EOF;
 //! * the app never answers 5xx (every layer maps bad input to 4xx; with memory stores nothing is down);
 //! * the bytes on the wire are well-framed HTTP/1.1 responses (loadgen's parser reads them without error),
-//!   one per request the app answered, with the statuses the app returned, plus possibly one final error
-//!   response hyper writes itself (400, 414, 431), and nothing after it;
+//!   one per request the app answered, with the statuses the app returned, plus possibly one final refusal
+//!   (hyper's own 400, 414, 431, or serve's 413, 501), and nothing after it;
 //! * nothing outside the dist folder is ever served: a file next to it (reachable only by a symlink inside it,
 //!   or by traversal) holds a marker that must never appear in the output.
 #![no_main]
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::convert::Infallible;
-use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use flight::config::{Origins, Profile, Settings};
-use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
-use http::{HeaderValue, Method, StatusCode};
-use http_body_util::Limited;
-use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use http::{HeaderValue, Method};
 use libfuzzer_sys::fuzz_target;
 use loadgen::http1::ResponseParser;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
-use tower::ServiceExt;
 
 const MARKER: &str = "OUTSIDE-THE-DIST-FOLDER-7d1c";
 const PEER: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 7)), 40000);
@@ -120,36 +114,63 @@ fn settings(config: u8) -> Settings {
 #[derive(Default)]
 struct Seen {
     methods: Vec<Method>,
-    /// Every answer's status: the app's, and `serve`'s own refusals (413, 501).
     statuses: Vec<u16>,
-    /// The app's answers only.
-    app_statuses: Vec<u16>,
     /// Response bodies hyper has not finished writing (or dropped) yet.
     open_bodies: usize,
 }
 
-/// A response body that tells [`Seen`] when hyper is done with it, as `serve`'s `TrackedBody` tells its
-/// connection state.
-struct Tracked {
-    body: serve::Body,
-    seen: Rc<RefCell<Seen>>,
+type Shared = Arc<Mutex<Seen>>;
+
+fn lock(seen: &Shared) -> std::sync::MutexGuard<'_, Seen> {
+    seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-impl Tracked {
-    fn new(response: serve::Response, from_app: bool, seen: &Rc<RefCell<Seen>>) -> http::Response<Tracked> {
-        let mut s = seen.borrow_mut();
-        s.statuses.push(response.status().as_u16());
-        if from_app {
-            s.app_statuses.push(response.status().as_u16());
-        }
-        s.open_bodies += 1;
-        response.map(|body| Tracked { body, seen: seen.clone() })
+/// The app, noting each request's method when it is called and each answer's status when it is ready, and
+/// marking the answer's body so [`settle`] knows when hyper is done with it.
+#[derive(Clone)]
+struct Recorded<S> {
+    app: S,
+    seen: Shared,
+}
+
+impl<S> tower::Service<serve::Request> for Recorded<S>
+where
+    S: tower::Service<serve::Request, Response = serve::Response, Error = Infallible>,
+    S::Future: 'static,
+{
+    type Response = serve::Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<serve::Response, Infallible>>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.app.poll_ready(cx)
     }
+
+    fn call(&mut self, req: serve::Request) -> Self::Future {
+        lock(&self.seen).methods.push(req.method().clone());
+        let answer = self.app.call(req);
+        let seen = self.seen.clone();
+        Box::pin(async move {
+            let Ok(response) = answer.await;
+            let mut s = lock(&seen);
+            s.statuses.push(response.status().as_u16());
+            s.open_bodies += 1;
+            drop(s);
+            Ok(response.map(|body| serve::Body::stream(Tracked { body, seen })))
+        })
+    }
+}
+
+/// A response body that tells [`Seen`] when hyper is done with it. Its size hint is the app body's, so hyper
+/// frames the response as it would the app's own body.
+struct Tracked {
+    body: serve::Body,
+    seen: Shared,
 }
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        self.seen.borrow_mut().open_bodies -= 1;
+        lock(&self.seen).open_bodies -= 1;
     }
 }
 
@@ -170,71 +191,6 @@ impl hyper::body::Body for Tracked {
 
     fn size_hint(&self) -> hyper::body::SizeHint {
         self.body.size_hint()
-    }
-}
-
-/// The same adapter `serve` puts in front of the app (its `ConnService`), minus the in-flight bookkeeping that
-/// only its socket deadlines use: the app is called in place when ready, as there, so an answer the app has at
-/// hand (`Reply::Now`) is ready before hyper polls the socket again.
-struct Adapter<S> {
-    app: RefCell<S>,
-    limits: serve::Limits,
-    seen: Rc<RefCell<Seen>>,
-}
-
-type Answer = Pin<Box<dyn Future<Output = Result<http::Response<Tracked>, Infallible>>>>;
-
-impl<S> hyper::service::Service<http::Request<Incoming>> for Adapter<S>
-where
-    S: tower::Service<serve::Request, Response = serve::Response, Error = Infallible> + Clone + 'static,
-{
-    type Response = http::Response<Tracked>;
-    type Error = Infallible;
-    type Future = Answer;
-
-    fn call(&self, req: http::Request<Incoming>) -> Answer {
-        let seen = self.seen.clone();
-        seen.borrow_mut().methods.push(req.method().clone());
-        let declared =
-            req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|len| len > self.limits.body_limit) {
-            let response = Tracked::new(serve::payload_too_large(self.limits.body_limit), false, &seen);
-            return Box::pin(std::future::ready(Ok(response)));
-        }
-        if !plain_chunked(req.headers()) {
-            let mut response =
-                serve::error(StatusCode::NOT_IMPLEMENTED, "only Transfer-Encoding: chunked is supported");
-            response.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
-            return Box::pin(std::future::ready(Ok(Tracked::new(response, false, &seen))));
-        }
-        let limit = usize::try_from(self.limits.body_limit).unwrap_or(usize::MAX);
-        let mut req = req.map(|body| Limited::new(body, limit));
-        if self.limits.peer_addr {
-            req.extensions_mut().insert(serve::PeerAddr(PEER));
-        }
-        let answer: Pin<Box<dyn Future<Output = Result<serve::Response, Infallible>>>> = match self.app.try_borrow_mut()
-        {
-            Ok(mut app) => match app.poll_ready(&mut Context::from_waker(std::task::Waker::noop())) {
-                Poll::Ready(Ok(())) => Box::pin(app.call(req)),
-                Poll::Ready(Err(never)) => match never {},
-                Poll::Pending => Box::pin(app.clone().oneshot(req)),
-            },
-            Err(_) => Box::pin(self.app.borrow().clone().oneshot(req)),
-        };
-        Box::pin(async move {
-            let response = answer.await?;
-            Ok(Tracked::new(response, true, &seen))
-        })
-    }
-}
-
-/// As `serve`: no Transfer-Encoding, or exactly one header saying `chunked`; anything else gets 501.
-fn plain_chunked(headers: &http::HeaderMap) -> bool {
-    let mut values = headers.get_all(TRANSFER_ENCODING).iter();
-    match (values.next(), values.next()) {
-        (None, _) => true,
-        (Some(v), None) => v.to_str().is_ok_and(|v| v.trim().eq_ignore_ascii_case("chunked")),
-        (Some(_), Some(_)) => false,
     }
 }
 
@@ -273,68 +229,77 @@ impl AsyncWrite for Counted {
     }
 }
 
-/// Statuses hyper answers by itself when a request cannot be read.
-const HYPER_ERRORS: [u16; 3] = [400, 414, 431];
+/// What can follow the app's answers, as the connection's last response: hyper's own answers to a request it
+/// cannot read, and `serve`'s refusals (413 for a declared body over the limit, 501 for a transfer coding).
+const REFUSALS: [u16; 5] = [400, 414, 431, 413, 501];
 
 fn check_output(out: &[u8], seen: &Seen) {
     let whole = String::from_utf8_lossy(out);
     assert!(!whole.contains(MARKER), "a file outside the dist folder was served:\n{whole}");
     // Messages show the start of the output (a streamed file is 300 KiB); FLIGHT_FUZZ_PRINT=1 shows all of it.
     let text = String::from_utf8_lossy(&out[..out.len().min(4096)]);
-    for status in &seen.app_statuses {
+    for status in &seen.statuses {
         assert!(*status < 500, "the app answered {status}:\n{text}");
     }
 
+    // Responses the app wrote answer its requests in order. A response past them is a refusal of a request the
+    // app never saw, so its method is unknown: it parses either as an answer to HEAD (no body) or not.
+    let head = |tail_is_head: bool| move |i: usize| seen.methods.get(i).map_or(tail_is_head, |m| m == Method::HEAD);
+    let statuses = match responses(out, head(false)) {
+        Ok(statuses) => statuses,
+        Err(first) => responses(out, head(true)).unwrap_or_else(|_| panic!("{first}:\n{text}")),
+    };
+    let answered = seen.statuses.len();
+    assert!(statuses.len() >= answered, "{} responses on the wire for {answered} answers:\n{text}", statuses.len());
+    assert_eq!(statuses[..answered], seen.statuses[..], "statuses on the wire are not the app's:\n{text}");
+    match &statuses[answered..] {
+        [] => {}
+        [last] if REFUSALS.contains(last) => {}
+        extra => panic!("unexpected responses after the app's: {extra:?}:\n{text}"),
+    }
+}
+
+/// The statuses of the well-framed HTTP/1.1 responses `out` holds, read with loadgen's parser; `head(i)` says
+/// whether the `i`th answers a HEAD request.
+fn responses(out: &[u8], head: impl Fn(usize) -> bool) -> Result<Vec<u16>, String> {
     let mut parser = ResponseParser::default();
     let mut statuses = Vec::new();
     let mut at = 0;
     while at < out.len() {
-        // Responses the app wrote answer its requests in order; a response past them is hyper's own error.
-        let head = seen.methods.get(statuses.len()).is_some_and(|m| m == Method::HEAD);
-        match parser.parse(&out[at..], head, &mut |_, _| {}, None) {
+        match parser.parse(&out[at..], head(statuses.len()), &mut |_, _| {}, None) {
             Ok((used, Some(done))) => {
                 at += used;
                 statuses.push(done.status);
             }
             Ok((used, None)) => {
                 at += used;
-                assert!(at == out.len(), "the response bytes stopped parsing at byte {at}:\n{text}");
+                if at != out.len() {
+                    return Err(format!("the response bytes stopped parsing at byte {at}"));
+                }
             }
-            Err(e) => panic!("malformed response bytes at byte {at}: {e}:\n{text}"),
+            Err(e) => return Err(format!("malformed response bytes at byte {at}: {e}")),
         }
     }
     match parser.eof() {
         Ok(Some(done)) => statuses.push(done.status),
         Ok(None) => {}
-        Err(e) => panic!("the output ends mid-response: {e}:\n{text}"),
+        Err(e) => return Err(format!("the output ends mid-response: {e}")),
     }
-    let answered = seen.statuses.len();
-    assert!(statuses.len() >= answered, "{} responses on the wire for {answered} answers:\n{text}", statuses.len());
-    assert_eq!(statuses[..answered], seen.statuses[..], "statuses on the wire are not the app's:\n{text}");
-    match &statuses[answered..] {
-        [] => {}
-        [last] if HYPER_ERRORS.contains(last) => {}
-        extra => panic!("unexpected responses after the app's: {extra:?}:\n{text}"),
-    }
+    Ok(statuses)
 }
 
 fuzz_target!(|data: &[u8]| {
     let [config, request @ ..] = data else { return };
     let app = flight::App::new(settings(*config)).expect("the app builds");
     let limits = app.limits(serve::Limits::default());
-    let seen = Rc::new(RefCell::new(Seen::default()));
-    let adapter = Adapter { app: RefCell::new(app.service()), limits: limits.clone(), seen: seen.clone() };
+    let seen = Shared::default();
+    let recorded = Recorded { app: app.service(), seen: seen.clone() };
 
     let out = RUNTIME.block_on(async {
         let (client, server) = tokio::io::duplex(64 * 1024);
         let (read_by_server, written_by_server) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
         let server = Counted { io: server, read: read_by_server.clone(), written: written_by_server.clone() };
-        let mut http = http1::Builder::new();
-        http.timer(TokioTimer::new())
-            .header_read_timeout(None)
-            .max_header_size(limits.max_header_bytes)
-            .keep_alive(true);
-        let connection = http.serve_connection(TokioIo::new(server), adapter);
+        let connection = serve::serve_connection(server, PEER, &limits, recorded);
         let (mut rd, mut wr) = tokio::io::split(client);
         let write = async {
             // The server may stop reading and close (an error, a 413): the rest of the input is then refused.
@@ -361,7 +326,7 @@ fuzz_target!(|data: &[u8]| {
     if *PRINT {
         eprintln!("{}", String::from_utf8_lossy(&out));
     }
-    check_output(&out, &seen.borrow());
+    check_output(&out, &lock(&seen));
 });
 
 /// Waits, before the client half-closes, until the server has read the whole input, answered every request it
@@ -370,9 +335,9 @@ fuzz_target!(|data: &[u8]| {
 /// queued: a client that half-closes at once loses the answer to its last request when that answer is not
 /// ready at once, and the rest of a streamed body. Waiting lets every request reach the app and every answer
 /// the client.
-async fn settle(sent: usize, read_by_server: &Cell<usize>, written_by_server: &Cell<usize>, seen: &RefCell<Seen>) {
+async fn settle(sent: usize, read_by_server: &Cell<usize>, written_by_server: &Cell<usize>, seen: &Shared) {
     let progress = || {
-        let seen = seen.borrow();
+        let seen = lock(seen);
         (read_by_server.get(), written_by_server.get(), seen.methods.len(), seen.statuses.len(), seen.open_bodies)
     };
     let mut last = progress();

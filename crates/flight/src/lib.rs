@@ -18,13 +18,14 @@ use tower::ServiceBuilder;
 
 use bounded_redis::RedisStore;
 use config::{Profile, Settings};
-use middleware::compression::CompressionLayer;
+use middleware::EdgeLayer;
+use middleware::compression::Compression;
 use middleware::cors::CorsLayer;
-use middleware::rate_limit::{Limiter, RateLimitLayer};
-use middleware::request_log::RequestLogLayer;
-use middleware::response_cache::{ResponseCache, ResponseCacheLayer};
+use middleware::rate_limit::{Limiter, RateLimit};
+use middleware::request_log::RequestLog;
+use middleware::response_cache::{Cached, ResponseCache};
 use middleware::security_headers::SecurityHeadersLayer;
-use middleware::session::{SessionLayer, SessionStore};
+use middleware::session::{SessionStore, Sessions};
 use routes::{DuplicateRoute, RouteTable, Router};
 use static_files::StaticFiles;
 
@@ -96,7 +97,7 @@ impl App {
         serve::Request,
         Response = serve::Response,
         Error = std::convert::Infallible,
-        Future: Send + 'static,
+        Future: 'static,
     >
     + Clone
     + Send
@@ -106,14 +107,14 @@ impl App {
         let on = s.middleware_on();
         let production = s.profile == Profile::Production;
         ServiceBuilder::new()
-            .option_layer(s.request_log.then_some(RequestLogLayer { trust_proxy: s.trust_proxy }))
+            .option_layer(s.request_log.then_some(EdgeLayer(RequestLog { trust_proxy: s.trust_proxy })))
             .option_layer(on.then_some(SecurityHeadersLayer))
             .option_layer(on.then(|| CorsLayer::new(s.cors_origins.clone(), s.cors_credentials)))
-            .option_layer(on.then(|| CompressionLayer::new(s.compression_threshold)))
-            .option_layer(production.then(|| RateLimitLayer::new(self.state.limiter.clone())))
-            .option_layer(production.then(|| SessionLayer::new(self.state.sessions.clone())))
-            .option_layer(production.then(|| ResponseCacheLayer::new(self.state.cache.clone())))
-            .service(Router::new(self.table.clone(), self.files.clone()))
+            .option_layer(on.then(|| EdgeLayer(Compression::new(s.compression_threshold))))
+            .option_layer(production.then(|| EdgeLayer(RateLimit::new(self.state.limiter.clone()))))
+            .option_layer(production.then(|| EdgeLayer(Sessions::new(self.state.sessions.clone()))))
+            .option_layer(production.then(|| EdgeLayer(Cached::new(self.state.cache.clone()))))
+            .service(serve::Handled(Router::new(self.table.clone(), self.files.clone())))
     }
 
     /// Serving limits with what this app needs from the server turned on.

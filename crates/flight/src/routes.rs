@@ -3,24 +3,16 @@
 //! hash probe.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use http::header::ALLOW;
 use http::{HeaderValue, Method, StatusCode};
-use serve::{Request, Response};
+use serve::{Reply, Request, Response};
 
-pub type BoxFuture = Pin<Box<dyn Future<Output = Response> + Send>>;
+use crate::static_files::StaticFiles;
 
-/// What a handler gives back: most answer at once (no allocation for a future), some need to await.
-pub enum Reply {
-    Now(Response),
-    Later(BoxFuture),
-}
-
+/// A route's handler. It returns serve's [`Reply`]: most answer at once (no allocation for a future), some
+/// need to await.
 pub type Handler = Arc<dyn Fn(Request) -> Reply + Send + Sync>;
 
 /// The routes one backend module exports.
@@ -123,15 +115,13 @@ impl RouteTable {
         if let Some((_, handler, _)) = found {
             return Ok(handler(req));
         }
-        let mut res = if method == Method::OPTIONS && self.answer_options {
-            let mut res = Response::new(serve::Body::Empty);
-            *res.status_mut() = StatusCode::NO_CONTENT;
-            res
-        } else {
-            serve::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
-        };
+        if method != Method::OPTIONS || !self.answer_options {
+            return Ok(Reply::now(serve::method_not_allowed(entry.allow.clone())));
+        }
+        let mut res = Response::new(serve::Body::Empty);
+        *res.status_mut() = StatusCode::NO_CONTENT;
         res.headers_mut().insert(ALLOW, entry.allow.clone());
-        Ok(Reply::Now(res))
+        Ok(Reply::now(res))
     }
 }
 
@@ -139,55 +129,26 @@ impl RouteTable {
 #[derive(Clone)]
 pub struct Router {
     table: Arc<RouteTable>,
-    fallback: Option<Arc<crate::static_files::StaticFiles>>,
+    fallback: Option<Arc<StaticFiles>>,
 }
 
 impl Router {
-    pub fn new(table: Arc<RouteTable>, fallback: Option<Arc<crate::static_files::StaticFiles>>) -> Self {
+    pub fn new(table: Arc<RouteTable>, fallback: Option<Arc<StaticFiles>>) -> Self {
         Router { table, fallback }
     }
 }
 
-impl tower::Service<Request> for Router {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = RouterFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> RouterFuture {
+impl serve::Handler for Router {
+    fn handle(&self, req: Request) -> Reply {
         match self.table.dispatch(req) {
-            Ok(Reply::Now(res)) => RouterFuture::Now(Some(res)),
-            Ok(Reply::Later(fut)) => RouterFuture::Later(fut),
+            Ok(reply) => reply,
             Err(req) => match &self.fallback {
                 Some(files) => {
                     let files = files.clone();
-                    RouterFuture::Later(Box::pin(async move { files.serve(req).await }))
+                    Reply::later(async move { files.serve(req).await })
                 }
-                None => RouterFuture::Now(Some(not_found())),
+                None => Reply::now(serve::not_found()),
             },
-        }
-    }
-}
-
-pub fn not_found() -> Response {
-    serve::error(StatusCode::NOT_FOUND, "not found")
-}
-
-pub enum RouterFuture {
-    Now(Option<Response>),
-    Later(BoxFuture),
-}
-
-impl Future for RouterFuture {
-    type Output = Result<Response, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            RouterFuture::Now(res) => Poll::Ready(Ok(res.take().unwrap_or_else(not_found))),
-            RouterFuture::Later(fut) => fut.as_mut().poll(cx).map(Ok),
         }
     }
 }

@@ -42,12 +42,12 @@ impl StaticFiles {
 
     pub async fn serve(&self, req: Request) -> Response {
         if req.method() != Method::GET && req.method() != Method::HEAD {
-            return crate::routes::not_found();
+            return serve::not_found();
         }
         let path = req.uri().path();
         match self.lookup(path).await {
             Lookup::Found(file, meta) => self.file(&req, &file, &meta).await,
-            Lookup::Forbidden => crate::routes::not_found(),
+            Lookup::Forbidden => serve::not_found(),
             Lookup::Missing if wants_spa(&req) => match self.lookup("/index.html").await {
                 Lookup::Found(file, meta) => {
                     let mut res = self.file(&req, &file, &meta).await;
@@ -55,9 +55,9 @@ impl StaticFiles {
                     res.headers_mut().append(VARY, HeaderValue::from_static("Accept"));
                     res
                 }
-                _ => crate::routes::not_found(),
+                _ => serve::not_found(),
             },
-            Lookup::Missing => crate::routes::not_found(),
+            Lookup::Missing => serve::not_found(),
         }
     }
 

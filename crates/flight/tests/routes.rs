@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use flight::config::{ConfigError, Origins, Profile};
-use flight::routes::{Fragment, Reply, RouteTable};
+use flight::routes::{Fragment, RouteTable};
+use serve::Reply;
 
 use common::{Conn, settings, start, start_with_limits};
 
@@ -87,7 +88,7 @@ fn unknown_path_is_json_404() {
 
 #[test]
 fn duplicate_routes_name_both_backends() {
-    let handler = |_req| Reply::Now(flight::routes::not_found());
+    let handler = |_req| Reply::now(serve::not_found());
     let merged =
         RouteTable::merge(vec![Fragment::new("a").get("/x", handler), Fragment::new("b").get("/x", handler)], false);
     let Err(err) = merged else { panic!("duplicate GET /x was accepted") };

@@ -2,13 +2,10 @@
 //! rungs read the body and so answer from a boxed future.
 
 use std::cell::RefCell;
-use std::convert::Infallible;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::ALLOW;
 use http::{HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
 use serde::Serialize;
@@ -40,7 +37,9 @@ impl Ladder {
     pub fn new(shared: Arc<Shared>, videos: Videos, items: Items) -> Ladder {
         Ladder { shared, videos: Rc::new(RefCell::new(videos)), items: Rc::new(items) }
     }
+}
 
+impl serve::Handler for Ladder {
     fn handle(&self, req: Request) -> Reply {
         let rung = match req.uri().path() {
             "/ladder/empty" => return Reply::now(read_only(req.method(), OK)),
@@ -48,15 +47,17 @@ impl Ladder {
             "/ladder/validate" => Rung::Validate,
             "/ladder/sqlite" => Rung::Sqlite,
             "/ladder/postgres" => Rung::Postgres,
-            _ => return Reply::now(serve::error(StatusCode::NOT_FOUND, "not found")),
+            _ => return Reply::now(serve::not_found()),
         };
         if req.method() != Method::POST {
-            return Reply::now(method_not_allowed("POST"));
+            return Reply::now(serve::method_not_allowed(HeaderValue::from_static("POST")));
         }
         let this = self.clone();
         Reply::later(async move { this.climb(rung, req).await })
     }
+}
 
+impl Ladder {
     /// Every rung does what the one below it does, then its own step.
     async fn climb(self, rung: Rung, req: Request) -> Response {
         let body: Bytes = match req.into_body().collect().await {
@@ -81,7 +82,7 @@ impl Ladder {
         };
         let video = match looked_up {
             Ok(Some(video)) => video,
-            Ok(None) => return serve::error(StatusCode::NOT_FOUND, "not found"),
+            Ok(None) => return serve::not_found(),
             Err(VideoError::Unavailable(_)) => return serve::unavailable("database unavailable"), // logged once by Videos
             Err(e @ VideoError::Malformed { .. }) => {
                 tracing::error!(error = %e, "stored video is malformed");
@@ -161,26 +162,6 @@ fn read_only(method: &Method, body: &'static [u8]) -> Response {
     if method == Method::GET || method == Method::HEAD {
         serve::json_bytes(StatusCode::OK, Bytes::from_static(body))
     } else {
-        method_not_allowed("GET, HEAD")
-    }
-}
-
-fn method_not_allowed(allow: &'static str) -> Response {
-    let mut res = serve::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
-    res.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
-    res
-}
-
-impl tower::Service<Request> for Ladder {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Reply;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> Reply {
-        self.handle(req)
+        serve::method_not_allowed(HeaderValue::from_static("GET, HEAD"))
     }
 }

@@ -58,7 +58,7 @@ pub struct Settings {
 impl Config {
     pub fn resolve(&self) -> Result<Settings, String> {
         let postgres = match self.database_url.as_deref().filter(|u| !u.is_empty()) {
-            Some(url) => Some(parse_database_url(url)?),
+            Some(url) => Some(crate::pg::parse_database_url(url)?),
             None => None,
         };
         Ok(Settings {
@@ -69,10 +69,4 @@ impl Config {
             pg_timeout: Duration::from_millis(self.pg_timeout_ms),
         })
     }
-}
-
-/// A Postgres URL as tokio-postgres reads it; the error names the variable but not the URL (it may hold a
-/// password).
-pub fn parse_database_url(url: &str) -> Result<tokio_postgres::Config, String> {
-    url.parse::<tokio_postgres::Config>().map_err(|e| format!("DATABASE_URL: {e}"))
 }

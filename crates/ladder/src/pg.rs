@@ -9,6 +9,12 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 
 pub const ITEM_SQL: &str = "SELECT name, score FROM ladder_items WHERE id = $1";
 
+/// A Postgres URL as tokio-postgres reads it; the error names the variable but not the URL (it may hold a
+/// password).
+pub fn parse_database_url(url: &str) -> Result<tokio_postgres::Config, String> {
+    url.parse::<tokio_postgres::Config>().map_err(|e| format!("DATABASE_URL: {e}"))
+}
+
 /// Which `ladder_items` row a video id reads: the sum of the id's bytes, mod 1000, plus 1 (so 1..=1000). Ids
 /// are ASCII (the schema's pattern), so bytes are UTF-16 units and the peers' `charCodeAt` sum is the same.
 pub fn item_key(id: &str) -> i32 {

@@ -55,7 +55,7 @@ pub async fn run(config: &tokio_postgres::Config, rows: u32) -> Result<i64, toki
 /// Runs `seed` from the command line: one summary line and exit 0, or one error line and exit 1.
 pub fn main(args: &SeedArgs) -> ! {
     let started = Instant::now();
-    let config = crate::config::parse_database_url(&args.database_url).unwrap_or_else(|e| serve::exit_config(&e));
+    let config = crate::pg::parse_database_url(&args.database_url).unwrap_or_else(|e| serve::exit_config(&e));
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => fail(&format!("cannot start a runtime: {e}")),

@@ -5,13 +5,10 @@
 //! waits for the SET.
 
 use std::cell::RefCell;
-use std::convert::Infallible;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::ALLOW;
 use http::{HeaderValue, Method, StatusCode};
 use serve::{Reply, Request, Response};
 
@@ -30,24 +27,30 @@ pub struct Metadata {
     cache: Option<Arc<Cache>>,
 }
 
+impl serve::Handler for Metadata {
+    fn handle(&self, req: Request) -> Reply {
+        self.answer(&req)
+    }
+}
+
 impl Metadata {
     pub fn new(db: Database, cache: Option<Cache>) -> Metadata {
         Metadata { db: Rc::new(RefCell::new(db)), cache: cache.map(Arc::new) }
     }
 
-    fn handle(&self, req: &Request) -> Reply {
+    fn answer(&self, req: &Request) -> Reply {
         let path = req.uri().path();
         if path == "/healthz" {
             if !is_read(req.method()) {
-                return Reply::now(method_not_allowed());
+                return Reply::now(serve::method_not_allowed(READ_METHODS));
             }
             return self.health();
         }
         let Some(raw_id) = path.strip_prefix(PREFIX).filter(|rest| !rest.is_empty() && !rest.contains('/')) else {
-            return Reply::now(serve::error(StatusCode::NOT_FOUND, "not found"));
+            return Reply::now(serve::not_found());
         };
         if !is_read(req.method()) {
-            return Reply::now(method_not_allowed());
+            return Reply::now(serve::method_not_allowed(READ_METHODS));
         }
         let Some(id) = decode_component(raw_id) else {
             return Reply::now(serve::error(StatusCode::BAD_REQUEST, "malformed id"));
@@ -120,11 +123,8 @@ fn health_response(sqlite_ok: bool, redis: &str) -> Response {
     serve::json_bytes(status, body)
 }
 
-fn method_not_allowed() -> Response {
-    let mut res = serve::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
-    res.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
-    res
-}
+/// Every path here is read-only.
+const READ_METHODS: HeaderValue = HeaderValue::from_static("GET, HEAD");
 
 fn is_read(method: &Method) -> bool {
     method == Method::GET || method == Method::HEAD
@@ -203,20 +203,6 @@ fn form_decode(raw: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-impl tower::Service<Request> for Metadata {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Reply;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> Reply {
-        self.handle(&req)
-    }
 }
 
 #[cfg(test)]

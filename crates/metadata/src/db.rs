@@ -1,23 +1,19 @@
-//! SQLite access: one read-only connection per worker thread, its statements prepared once and cached.
-//!
-//! A point lookup by primary key takes a few microseconds, so it runs inline on the worker's runtime instead of
-//! hopping to a blocking pool (which would cost more than the query). What could block longer is bounded: the
-//! busy timeout caps a wait on a lock, and a connection that failed (missing, corrupt or replaced file, no
-//! `videos` table) is dropped and reopened at most every [`REOPEN_EVERY`], answering 503 in between.
+//! SQLite access: one read-only connection per worker thread ([`sqlite_reader::Reader`], shared with
+//! ladder-rs), its statements prepared once and cached, the lookup run inline on the worker. A connection that
+//! failed (missing, corrupt or replaced file, no `videos` table) is dropped and reopened at most every
+//! [`sqlite_reader::REOPEN_EVERY`], answering 503 in between.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use rusqlite::Connection;
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags};
+use sqlite_reader::{Reader, Unavailable};
 
 use crate::render::{self, Row};
 
 const LOOKUP_SQL: &str = "SELECT channel, duration_s, views, locales FROM videos WHERE id = ?1";
 const HEALTH_SQL: &str = "SELECT 1 FROM videos LIMIT 1";
-
-/// How often a worker retries opening a database that failed to open.
-pub const REOPEN_EVERY: Duration = Duration::from_millis(250);
 
 #[derive(Debug, Clone)]
 pub struct DbOptions {
@@ -41,120 +37,54 @@ pub enum LookupError {
 
 /// One worker's connection. Not `Sync`: each worker thread owns one.
 pub struct Database {
-    options: DbOptions,
-    conn: Option<Connection>,
-    last_open: Option<Instant>,
-    /// Whether the last outcome was a failure, so a failure and the recovery are each logged once.
-    failing: bool,
+    reader: Reader,
 }
 
 impl Database {
     /// Opens now when it can; when it cannot, the first request that needs it tries again.
     pub fn new(options: DbOptions) -> Database {
-        let mut db = Database { options, conn: None, last_open: None, failing: false };
-        if let Err(e) = db.ensure_open() {
-            db.failed(&e);
-        }
-        db
+        Database { reader: Reader::new(reader_options(options)) }
     }
 
     pub fn path(&self) -> &Path {
-        &self.options.path
+        self.reader.path()
     }
 
     /// Appends the JSON body for `id` seen from `region` to `out`; `Ok(false)` when there is no such video.
     pub fn lookup(&mut self, id: &str, region: &str, out: &mut Vec<u8>) -> Result<bool, LookupError> {
-        let result = self.try_lookup(id, region, out);
-        match &result {
-            Ok(_) | Err(LookupError::Malformed { .. }) => self.succeeded(),
-            Err(LookupError::Unavailable(_)) => {}
-        }
-        result
-    }
-
-    fn try_lookup(&mut self, id: &str, region: &str, out: &mut Vec<u8>) -> Result<bool, LookupError> {
-        if let Err(e) = self.ensure_open() {
-            return Err(self.failed(&e));
-        }
-        let Some(conn) = &self.conn else { return Err(LookupError::Unavailable("not open".to_string())) };
-        let outcome = (|| {
+        let outcome = self.reader.read(|conn| {
             let mut stmt = conn.prepare_cached(LOOKUP_SQL)?;
             let mut rows = stmt.query([id])?;
             let Some(row) = rows.next()? else { return Ok(None) };
             let (channel, duration, views, locales) =
                 (row.get_ref(0)?, row.get_ref(1)?, row.get_ref(2)?, row.get_ref(3)?);
             Ok(Some(row_of(channel, duration, views, locales).and_then(|row| render::render(id, region, &row, out))))
-        })();
+        });
         match outcome {
             Ok(None) => Ok(false),
             Ok(Some(Ok(()))) => Ok(true),
             Ok(Some(Err(source))) => Err(LookupError::Malformed { id: id.to_string(), source }),
-            Err(e) => Err(self.failed(&e)),
+            Err(Unavailable(e)) => Err(LookupError::Unavailable(e)),
         }
     }
 
     /// A cheap query that touches the `videos` table, for /healthz.
     pub fn check(&mut self) -> Result<(), LookupError> {
-        if let Err(e) = self.ensure_open() {
-            return Err(self.failed(&e));
-        }
-        let Some(conn) = &self.conn else { return Err(LookupError::Unavailable("not open".to_string())) };
-        let outcome = conn.prepare_cached(HEALTH_SQL).and_then(|mut stmt| stmt.query([])?.next().map(|_| ()));
-        match outcome {
-            Ok(()) => {
-                self.succeeded();
-                Ok(())
-            }
-            Err(e) => Err(self.failed(&e)),
-        }
-    }
-
-    fn ensure_open(&mut self) -> Result<(), rusqlite::Error> {
-        if self.conn.is_none() {
-            if self.last_open.is_some_and(|t| t.elapsed() < REOPEN_EVERY) {
-                return Err(rusqlite::Error::SqliteFailure(
-                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
-                    Some("not reopened yet after a failure".to_string()),
-                ));
-            }
-            self.last_open = Some(Instant::now());
-            self.conn = Some(open(&self.options)?);
-        }
-        Ok(())
-    }
-
-    /// Logs the first failure of a run of them and drops the connection; the next attempt reopens it, at most
-    /// every [`REOPEN_EVERY`], answering 503 at once in between. Dropping even on a busy database is
-    /// deliberate: only the first request of an outage waits out the busy timeout (the rest get a quick 503
-    /// instead of each blocking the worker), and a connection left stale by an exclusive-mode writer (seen:
-    /// still busy after that writer closed) is never reused.
-    fn failed(&mut self, e: &rusqlite::Error) -> LookupError {
-        self.conn = None;
-        if !self.failing {
-            self.failing = true;
-            tracing::warn!(path = %self.options.path.display(), error = %e, "SQLite unavailable; answering 503");
-        }
-        LookupError::Unavailable(e.to_string())
-    }
-
-    fn succeeded(&mut self) {
-        if self.failing {
-            self.failing = false;
-            tracing::info!(path = %self.options.path.display(), "SQLite answers again");
-        }
+        self.reader
+            .read(|conn| conn.prepare_cached(HEALTH_SQL).and_then(|mut stmt| stmt.query([])?.next().map(|_| ())))
+            .map_err(|Unavailable(e)| LookupError::Unavailable(e))
     }
 }
 
-/// Opens read-only (no writes, no journal recovery by us), without SQLite's own mutexes (one thread per
-/// connection), and checks the statement compiles, which reads the schema and so finds a missing table or a
-/// file that is not a database now rather than on the first request.
+/// Opens the database as a worker does: read-only, busy timeout and mmap set, the lookup compiled (a missing
+/// table or a file that is not a database fails here).
 pub fn open(options: &DbOptions) -> Result<Connection, rusqlite::Error> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-    let conn = Connection::open_with_flags(&options.path, flags)?;
-    conn.busy_timeout(options.busy_timeout)?;
-    conn.pragma_update(None, "mmap_size", options.mmap_size.min(i64::MAX as u64) as i64)?;
-    conn.prepare_cached(LOOKUP_SQL)?;
-    Ok(conn)
+    sqlite_reader::open(&reader_options(options.clone()))
+}
+
+fn reader_options(options: DbOptions) -> sqlite_reader::Options {
+    let DbOptions { path, busy_timeout, mmap_size } = options;
+    sqlite_reader::Options { path, busy_timeout, mmap_size, statement: LOOKUP_SQL }
 }
 
 /// The row's columns as the contract types them. A column of another storage class is a malformed row (500),

@@ -20,7 +20,7 @@ pub use config::{Config, Settings};
 
 /// The per-worker service factory: each worker opens its own SQLite connection (and Redis connection when
 /// caching), so no lock is shared between threads.
-pub fn service_factory(settings: Settings) -> impl Fn() -> api::Metadata + Send + Sync + 'static {
+pub fn service_factory(settings: Settings) -> impl Fn() -> serve::Handled<api::Metadata> + Send + Sync + 'static {
     let settings = Arc::new(settings);
     move || {
         let cache = settings.redis.as_ref().and_then(|r| match cache::Cache::new(&r.url, r.ttl, r.timeout) {
@@ -31,7 +31,7 @@ pub fn service_factory(settings: Settings) -> impl Fn() -> api::Metadata + Send 
                 None
             }
         });
-        api::Metadata::new(db::Database::new(settings.db.clone()), cache)
+        serve::Handled(api::Metadata::new(db::Database::new(settings.db.clone()), cache))
     }
 }
 

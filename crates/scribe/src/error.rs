@@ -1,8 +1,7 @@
 //! The one API error type of scribe-rs, and how each maps to a status and a JSON body. 5xx details are logged
 //! once here and never sent.
 
-use http::header::RETRY_AFTER;
-use http::{HeaderValue, StatusCode};
+use http::StatusCode;
 use serve::Response;
 
 #[derive(Debug, thiserror::Error)]
@@ -38,9 +37,7 @@ impl ApiError {
             ApiError::TooLarge(limit) => serve::payload_too_large(limit),
             ApiError::Unavailable(detail) => {
                 tracing::warn!(%detail, "answering 503");
-                let mut res = serve::error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable, retry shortly");
-                res.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
-                res
+                serve::unavailable("service unavailable, retry shortly")
             }
             ApiError::Internal(detail) => {
                 tracing::error!(%detail, "answering 500");

@@ -1,4 +1,4 @@
-//! Shared HTTP/1.1 serving for every server in this workspace (flight-rs, and later scribe-rs and metadata-rs).
+//! Shared HTTP/1.1 serving for every server in this workspace: flight-rs, scribe-rs, metadata-rs and ladder-rs.
 //!
 //! What it owns, so the servers do not: one worker thread per core, each with its own current-thread tokio
 //! runtime and its own `SO_REUSEPORT` listener (the kernel spreads connections, no work stealing, no shared
@@ -8,10 +8,15 @@
 //! and command-line parsing that fails with one line and exit code 64.
 //!
 //! A server is a `tower::Service<Request<RequestBody>, Response = Response<Body>, Error = Infallible>` built
-//! once per worker by a factory closure. See `flight` for a user.
+//! once per worker by a factory closure; its future is usually [`Reply`], and an app that is always ready
+//! implements [`Handler`] and is served as [`Handled`]. How to run one: see [`Server`]. One
+//! connection accepted elsewhere is served with [`serve_connection`] (the fuzz target
+//! drives the whole stack that way). The answers every server shares ([`not_found`], [`method_not_allowed`],
+//! [`unavailable`], [`error`]) live here so their bytes are the same everywhere.
 
 mod body;
 mod cli;
+mod connection;
 mod limits;
 mod listen;
 mod reply;
@@ -22,11 +27,12 @@ mod telemetry;
 
 pub use body::{Body, BoxError, RequestBody};
 pub use cli::{EXIT_CONFIG, command_with_env, exit_config, parse_or_exit};
+pub use connection::{PeerAddr, serve_connection};
 pub use limits::{Limits, ServeArgs};
 pub use listen::bind_reuseport;
-pub use reply::Reply;
-pub use response::{error, json, json_bytes, payload_too_large, unavailable};
-pub use server::{PeerAddr, Server, run, serve_until_signal};
+pub use reply::{Handled, Handler, Reply};
+pub use response::{error, json, json_bytes, method_not_allowed, not_found, payload_too_large, unavailable};
+pub use server::{Server, serve_until_signal};
 pub use signal::ShutdownSignal;
 pub use telemetry::init_tracing;
 

@@ -1,5 +1,5 @@
 use bytes::Bytes;
-use http::header::{CONNECTION, CONTENT_TYPE};
+use http::header::{ALLOW, CONNECTION, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, StatusCode};
 
 use crate::{Body, Response};
@@ -31,10 +31,22 @@ pub fn error(status: StatusCode, message: &str) -> Response {
     json(status, &serde_json::json!({ "error": message }))
 }
 
+/// 404 `{"error":"not found"}`: no route (or no file) for this path.
+pub fn not_found() -> Response {
+    error(StatusCode::NOT_FOUND, "not found")
+}
+
+/// 405 `{"error":"method not allowed"}` with the path's methods in `Allow` (RFC 9110 §15.5.6 requires it).
+pub fn method_not_allowed(allow: HeaderValue) -> Response {
+    let mut res = error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
+    res.headers_mut().insert(ALLOW, allow);
+    res
+}
+
 /// 503 with `Retry-After: 1`: a dependency is down, come back shortly.
 pub fn unavailable(message: &str) -> Response {
     let mut res = error(StatusCode::SERVICE_UNAVAILABLE, message);
-    res.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    res.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
     res
 }
 

@@ -4,14 +4,15 @@
 use std::sync::Arc;
 
 use http::StatusCode;
+use serve::Reply;
 
 use crate::AppState;
-use crate::routes::{Fragment, Reply};
+use crate::routes::Fragment;
 
 pub fn routes(state: Arc<AppState>) -> Fragment {
     Fragment::new("health").get("/healthz", move |_req| {
         let state = state.clone();
-        Reply::Later(Box::pin(async move {
+        Reply::later(async move {
             let redis = match &state.redis {
                 None => "disabled",
                 Some(store) => match store.ping().await {
@@ -26,6 +27,6 @@ pub fn routes(state: Arc<AppState>) -> Fragment {
             // A health answer is about now: no cache (ours or any in between) may keep it.
             res.headers_mut().insert(http::header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
             res
-        }))
+        })
     })
 }

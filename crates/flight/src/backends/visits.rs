@@ -2,19 +2,20 @@
 //! session middleware end to end (cookie issued, signed, loaded, saved).
 
 use http::StatusCode;
+use serve::Reply;
 
 use crate::middleware::session::{Session, SessionUnavailable};
-use crate::routes::{Fragment, Reply};
+use crate::routes::Fragment;
 
 pub fn routes() -> Fragment {
     Fragment::new("visits").get("/api/session", |req| {
         let Some(session) = req.extensions().get::<Session>().cloned() else {
-            return Reply::Now(serve::error(
+            return Reply::now(serve::error(
                 StatusCode::NOT_FOUND,
                 "sessions are off in this profile (FLIGHT_MIDDLEWARE=production turns them on)",
             ));
         };
-        Reply::Later(Box::pin(async move {
+        Reply::later(async move {
             let visits = match session.get("visits").await {
                 Ok(v) => v.and_then(|v| v.as_u64()).unwrap_or(0) + 1,
                 Err(SessionUnavailable) => return SessionUnavailable::response(),
@@ -23,6 +24,6 @@ pub fn routes() -> Fragment {
                 return SessionUnavailable::response();
             }
             serve::json(StatusCode::OK, &serde_json::json!({ "visits": visits }))
-        }))
+        })
     })
 }

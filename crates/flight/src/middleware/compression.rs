@@ -3,9 +3,6 @@
 //! Skips responses that are already encoded, already-compressed media types, `Cache-Control: no-transform`,
 //! HEAD, and bodiless statuses. Streams through async-compression: nothing is buffered whole.
 
-use std::convert::Infallible;
-use std::task::{Context, Poll};
-
 use async_compression::Level;
 use async_compression::tokio::bufread::{BrotliEncoder, GzipEncoder, ZlibEncoder, ZstdEncoder};
 use futures_util::TryStreamExt;
@@ -107,47 +104,27 @@ fn already_compressed(content_type: &[u8]) -> bool {
         )
 }
 
+/// Compresses answers of at least `threshold` bytes (or of unknown length).
 #[derive(Clone, Debug)]
-pub struct CompressionLayer {
+pub struct Compression {
     threshold: u64,
 }
 
-impl CompressionLayer {
+impl Compression {
     pub fn new(threshold: u64) -> Self {
-        CompressionLayer { threshold }
+        Compression { threshold }
     }
 }
 
-impl<S> tower::Layer<S> for CompressionLayer {
-    type Service = Compression<S>;
-    fn layer(&self, inner: S) -> Compression<S> {
-        Compression { inner, threshold: self.threshold }
-    }
-}
-
-#[derive(Clone)]
-pub struct Compression<S> {
-    inner: S,
-    threshold: u64,
-}
-
-impl<S: super::Inner> tower::Service<Request> for Compression<S> {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = super::ResponseFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
+impl super::Edge for Compression {
+    fn call<S: super::Inner>(&self, inner: &mut S, req: Request) -> super::ResponseFuture {
         let encoding = if req.method() == Method::HEAD {
             None
         } else {
             req.headers().get(ACCEPT_ENCODING).and_then(|v| v.to_str().ok()).and_then(|v| negotiate(v, &ALL))
         };
         let threshold = self.threshold;
-        let fut = self.inner.call(req);
+        let fut = inner.call(req);
         Box::pin(async move {
             let Ok(res) = fut.await;
             Ok(compress(res, encoding, threshold))

@@ -136,9 +136,7 @@ impl<F: Future<Output = Result<Response, Infallible>>> Future for CorsFuture<F> 
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project() {
-            CorsProj::Preflight { response } => {
-                Poll::Ready(Ok(response.take().unwrap_or_else(crate::routes::not_found)))
-            }
+            CorsProj::Preflight { response } => Poll::Ready(Ok(response.take().unwrap_or_else(serve::not_found))),
             CorsProj::Actual { inner, allow, credentials, vary } => {
                 let Ok(mut res) = std::task::ready!(inner.poll(cx));
                 let headers = res.headers_mut();

@@ -4,15 +4,13 @@
 //! memory while Redis is unreachable: the limiter degrades, it never blocks a request.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::header::RETRY_AFTER;
 use http::{HeaderValue, StatusCode};
-use serve::{Request, Response};
+use serve::Request;
 use tower::ServiceExt;
 
 use bounded_redis::RedisStore;
@@ -71,42 +69,23 @@ impl Limiter {
     }
 }
 
+/// Counts each request against its client's window; over the limit answers 429 without calling the inner
+/// service.
 #[derive(Clone)]
-pub struct RateLimitLayer {
+pub struct RateLimit {
     limiter: Arc<Limiter>,
 }
 
-impl RateLimitLayer {
+impl RateLimit {
     pub fn new(limiter: Arc<Limiter>) -> Self {
-        RateLimitLayer { limiter }
+        RateLimit { limiter }
     }
 }
 
-impl<S> tower::Layer<S> for RateLimitLayer {
-    type Service = RateLimit<S>;
-    fn layer(&self, inner: S) -> RateLimit<S> {
-        RateLimit { inner, limiter: self.limiter.clone() }
-    }
-}
-
-#[derive(Clone)]
-pub struct RateLimit<S> {
-    inner: S,
-    limiter: Arc<Limiter>,
-}
-
-impl<S: super::Inner> tower::Service<Request> for RateLimit<S> {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = super::ResponseFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
+impl super::Edge for RateLimit {
+    fn call<S: super::Inner>(&self, inner: &mut S, req: Request) -> super::ResponseFuture {
         let limiter = self.limiter.clone();
-        let inner = self.inner.clone();
+        let inner = inner.clone();
         Box::pin(async move {
             let client = super::client_ip(&req, limiter.trust_proxy);
             let decision = limiter.hit(client).await;

@@ -1,45 +1,23 @@
 //! One log line per request (method, path, status, duration, client). Off by default: a log line per
 //! request costs more than the hello handler itself.
 
-use std::convert::Infallible;
-use std::task::{Context, Poll};
 use std::time::Instant;
 
-use serve::{Request, Response};
+use serve::Request;
 
 #[derive(Clone, Debug)]
-pub struct RequestLogLayer {
+pub struct RequestLog {
+    /// Whether the logged client may come from X-Forwarded-For (see [`super::client_ip`]).
     pub trust_proxy: bool,
 }
 
-impl<S> tower::Layer<S> for RequestLogLayer {
-    type Service = RequestLog<S>;
-    fn layer(&self, inner: S) -> RequestLog<S> {
-        RequestLog { inner, trust_proxy: self.trust_proxy }
-    }
-}
-
-#[derive(Clone)]
-pub struct RequestLog<S> {
-    inner: S,
-    trust_proxy: bool,
-}
-
-impl<S: super::Inner> tower::Service<Request> for RequestLog<S> {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = super::ResponseFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
+impl super::Edge for RequestLog {
+    fn call<S: super::Inner>(&self, inner: &mut S, req: Request) -> super::ResponseFuture {
         let started = Instant::now();
         let method = req.method().clone();
         let path = req.uri().path().to_owned();
         let client = super::client_ip(&req, self.trust_proxy);
-        let fut = self.inner.call(req);
+        let fut = inner.call(req);
         Box::pin(async move {
             let Ok(res) = fut.await;
             tracing::info!(

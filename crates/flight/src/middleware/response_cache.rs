@@ -5,9 +5,7 @@
 //! and in memory while Redis is unreachable.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -158,42 +156,22 @@ fn storable(res: &Response, session: Option<&Session>) -> Option<Bytes> {
     }
 }
 
+/// Answers cacheable GETs from the cache, and stores what the inner service answers to them.
 #[derive(Clone)]
-pub struct ResponseCacheLayer {
+pub struct Cached {
     cache: Arc<ResponseCache>,
 }
 
-impl ResponseCacheLayer {
+impl Cached {
     pub fn new(cache: Arc<ResponseCache>) -> Self {
-        ResponseCacheLayer { cache }
+        Cached { cache }
     }
 }
 
-impl<S> tower::Layer<S> for ResponseCacheLayer {
-    type Service = Cached<S>;
-    fn layer(&self, inner: S) -> Cached<S> {
-        Cached { inner, cache: self.cache.clone() }
-    }
-}
-
-#[derive(Clone)]
-pub struct Cached<S> {
-    inner: S,
-    cache: Arc<ResponseCache>,
-}
-
-impl<S: super::Inner> tower::Service<Request> for Cached<S> {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = super::ResponseFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
+impl super::Edge for Cached {
+    fn call<S: super::Inner>(&self, inner: &mut S, req: Request) -> super::ResponseFuture {
         let cache = self.cache.clone();
-        let inner = self.inner.clone();
+        let inner = inner.clone();
         Box::pin(async move {
             let Some(key) = cache_key(&req) else { return inner.oneshot(req).await };
             if let Some(entry) = cache.get(&key).await {

@@ -5,17 +5,15 @@
 //! its session gets 503 (falling back to memory would silently fork sessions across processes).
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
-use http::header::{COOKIE, RETRY_AFTER, SET_COOKIE};
-use http::{HeaderValue, StatusCode};
+use http::HeaderValue;
+use http::header::{COOKIE, SET_COOKIE};
 use serde_json::{Map, Value};
 use serve::{Request, Response};
 use sha2::Sha256;
@@ -33,9 +31,7 @@ pub struct SessionUnavailable;
 
 impl SessionUnavailable {
     pub fn response() -> Response {
-        let mut res = serve::error(StatusCode::SERVICE_UNAVAILABLE, "session store unavailable, retry shortly");
-        res.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
-        res
+        serve::unavailable("session store unavailable, retry shortly")
     }
 }
 
@@ -188,40 +184,21 @@ fn cookie<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.trim_matches('"'))
 }
 
+/// Gives each request a [`Session`] (in its extensions), saves it after the answer when it changed, and
+/// sets the cookie for a new one.
 #[derive(Clone)]
-pub struct SessionLayer {
+pub struct Sessions {
     store: Arc<SessionStore>,
 }
 
-impl SessionLayer {
+impl Sessions {
     pub fn new(store: Arc<SessionStore>) -> Self {
-        SessionLayer { store }
+        Sessions { store }
     }
 }
 
-impl<S> tower::Layer<S> for SessionLayer {
-    type Service = Sessions<S>;
-    fn layer(&self, inner: S) -> Sessions<S> {
-        Sessions { inner, store: self.store.clone() }
-    }
-}
-
-#[derive(Clone)]
-pub struct Sessions<S> {
-    inner: S,
-    store: Arc<SessionStore>,
-}
-
-impl<S: super::Inner> tower::Service<Request> for Sessions<S> {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = super::ResponseFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, mut req: Request) -> Self::Future {
+impl super::Edge for Sessions {
+    fn call<S: super::Inner>(&self, inner: &mut S, mut req: Request) -> super::ResponseFuture {
         let cookie_id = cookie(&req, COOKIE_NAME).and_then(|v| self.store.verify(v));
         let session = Session {
             store: self.store.clone(),
@@ -229,7 +206,7 @@ impl<S: super::Inner> tower::Service<Request> for Sessions<S> {
             touched: Arc::new(AtomicBool::new(false)),
         };
         req.extensions_mut().insert(session.clone());
-        let inner = self.inner.clone();
+        let inner = inner.clone();
         Box::pin(async move {
             let mut res = inner.oneshot(req).await?;
             if !session.touched() {
