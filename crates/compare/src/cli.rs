@@ -29,34 +29,13 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
     /// Serve one pre-serialized JSON response to every request: the floor runtime
-    Floor(FloorArgs),
+    Floor(crate::floor::FloorArgs),
     /// Re-render the Markdown summary (and the SVGs) from recorded JSONL files
-    Report(ReportArgs),
+    Report(crate::report::ReportArgs),
     /// Run loadgen and wrk against the same servers (the floor, the Node hello peer) and say whether they agree
     Calibrate(crate::calibrate::CalibrateArgs),
     /// Container image size and start time of docker-compose.yml's images, with the local Docker engine
     Images(crate::images::ImagesArgs),
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct FloorArgs {
-    #[arg(long, env = "COMPARE_FLOOR_PORT", default_value_t = 3000)]
-    pub port: u16,
-    #[arg(long, env = "COMPARE_FLOOR_HOSTNAME", default_value = "127.0.0.1")]
-    pub hostname: String,
-    /// The JSON body every response carries.
-    #[arg(long, env = "COMPARE_FLOOR_BODY", default_value = "{}")]
-    pub body: String,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct ReportArgs {
-    /// Record files written by compare (one JSON record per line).
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
-    /// Where to write the Markdown (the SVGs go next to it); default: the first file with `.md`.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -183,29 +162,11 @@ fn parse_dur(flag: &str, raw: &str) -> anyhow::Result<Duration> {
     loadgen::cli::parse_duration(raw).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
 }
 
-/// The workspace root: the first directory from `start` upwards with bench/peers and a Cargo.toml, else the
-/// one this binary was built from.
-pub fn find_repo(start: &Path) -> PathBuf {
-    let is_repo = |d: &Path| d.join("bench/peers").is_dir() && d.join("Cargo.toml").is_file();
-    if let Some(found) = start.ancestors().find(|d| is_repo(d)) {
-        return found.to_path_buf();
-    }
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    if is_repo(&built) { built.canonicalize().unwrap_or(built) } else { start.to_path_buf() }
-}
-
 impl RunArgs {
     /// Defaults, `--quick` and paths applied; `compare_exe` is the binary the floor runs.
     pub fn resolve(&self, command: Vec<String>, compare_exe: PathBuf) -> anyhow::Result<Config> {
         let cwd = std::env::current_dir().context("current directory")?;
-        let repo = match &self.repo {
-            Some(r) => cwd.join(r),
-            None => find_repo(&cwd),
-        };
-        let bin_dir = match &self.bin_dir {
-            Some(b) => cwd.join(b),
-            None => runtimes::default_bin_dir(&repo, std::env::var_os("CARGO_TARGET_DIR").as_deref().map(Path::new)),
-        };
+        let paths = Paths::resolve(&cwd, self.repo.as_deref(), self.bin_dir.as_deref(), compare_exe);
         let q = self.quick;
         let runs = self.runs.unwrap_or(if q { 1 } else { 3 });
         if runs == 0 {
@@ -278,7 +239,8 @@ impl RunArgs {
             bail!("--rows must be at least 100");
         }
         Ok(Config {
-            paths: Paths { repo: repo.clone(), bin_dir, compare_exe },
+            out_dir: runtimes::results_dir(&paths.repo, &cwd, self.out_dir.as_deref()),
+            paths,
             workloads: workloads::parse_list(&self.workloads)?,
             runtimes,
             server_processes: server.len(),
@@ -291,7 +253,6 @@ impl RunArgs {
             db_cores: self.db_cores.clone(),
             startup_runs: self.startup_runs.unwrap_or(if q { 2 } else { 15 }),
             tail_rate: self.tail_rate,
-            out_dir: self.out_dir.as_ref().map_or_else(|| repo.join("bench/results"), |d| cwd.join(d)),
             database_url: self.database_url.clone(),
             redis_url: self.redis_url.clone(),
             rows,
@@ -306,6 +267,8 @@ impl RunArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::floor::FloorArgs;
+    use crate::report::ReportArgs;
 
     fn parse(args: &[&str]) -> anyhow::Result<Config> {
         let cli = Cli::try_parse_from(std::iter::once("compare").chain(args.iter().copied()))?;
