@@ -2,7 +2,7 @@
 //! Parsed values are resolved into a [`Config`] (defaults, `--quick`, paths) before anything starts; a bad
 //! value is one line on stderr and exit 64.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};

@@ -12,7 +12,7 @@ use clap::Args;
 use std::process::ExitCode;
 
 use crate::charts;
-use crate::format::num;
+use crate::format::{num, shell_join};
 use crate::records::{Kind, Record, ordered};
 use crate::stats::{Spread, spread};
 

@@ -34,13 +34,12 @@ pub fn seed_notes(base_url: &str, count: u32) -> anyhow::Result<()> {
             Some(c) => c,
             None => conn.insert(Conn::connect(&authority, HTTP_TIMEOUT).with_context(|| format!("connect {authority}"))?),
         };
-        let (status, keep_alive, resp_body) =
-            c.exchange(&request).with_context(|| format!("seed POST #{i} to {base_url}{path}"))?;
-        if status != 200 {
-            let shown = String::from_utf8_lossy(&resp_body[..resp_body.len().min(300)]).into_owned();
-            bail!("seed POST #{i} to {base_url}{path}: status {status}, body {shown:?}");
+        let response = c.exchange(&request, false).with_context(|| format!("seed POST #{i} to {base_url}{path}"))?;
+        if response.status != 200 {
+            let shown = String::from_utf8_lossy(&response.body[..response.body.len().min(300)]).into_owned();
+            bail!("seed POST #{i} to {base_url}{path}: status {}, body {shown:?}", response.status);
         }
-        if !keep_alive {
+        if response.close {
             conn = None;
         }
     }

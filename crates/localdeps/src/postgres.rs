@@ -58,8 +58,6 @@ pub struct Postgres {
     bin: PgBin,
     /// `taskset -c <cores>` when pinned, then `setpriv … --` when run as root: what goes before `postgres`.
     prefix: Vec<OsString>,
-    /// `setpriv … --` when run as root, for initdb.
-    demote: Vec<OsString>,
     opts: Options,
     /// Data dir and log; declared last so it is removed only after the server has stopped.
     dir: tempfile::TempDir,
@@ -107,7 +105,7 @@ impl Postgres {
             bail!("initdb failed: {}", tail(if stderr.trim().is_empty() { &stdout } else { &stderr }, 15));
         }
         let port = crate::free_port().context("bind 127.0.0.1:0")?;
-        let mut pg = Postgres { running: None, port, bin, prefix, demote, opts: opts.clone(), dir };
+        let mut pg = Postgres { running: None, port, bin, prefix, opts: opts.clone(), dir };
         pg.spawn()?;
         Ok(pg)
     }
