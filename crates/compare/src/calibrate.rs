@@ -24,6 +24,7 @@ use clap::Args;
 use crate::agreement::{Loader, LoaderRun, ServerResult, exit_code, order};
 use crate::calibration::{self, Calibration};
 use crate::cells::{self, Bench, Server};
+use crate::measure::{Defaults, MeasureArgs};
 use crate::process;
 use crate::procfs;
 use crate::records;
@@ -39,41 +40,41 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The path both loaders load.
 const PATH: &str = "/api/hello";
 
+// The shared flags under calibrate's own names and help: --runs, --duration and --warmup are whole seconds
+// (wrk's -d takes seconds) with calibrate's defaults, one set of cores serves both loaders.
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("runs", |a| a.env("COMPARE_CALIBRATE_RUNS").help(
+        "Measured rounds per server (one run per loader each, the order alternating) [default: 3; --quick: 1]"
+    )),
+    mut_arg("duration", |a| a.env("COMPARE_CALIBRATE_DURATION").help(
+        "Length of every measured run, whole seconds (wrk's -d takes seconds) [default: 10s; --quick: 2s]"
+    )),
+    mut_arg("warmup", |a| a.env("COMPARE_CALIBRATE_WARMUP").help(
+        "Discarded warmup per server and loader, whole seconds, 0 to skip [default: 5s; --quick: 1s]"
+    )),
+    mut_arg("server_cores", |a| a.env("COMPARE_CALIBRATE_SERVER_CORES").help("taskset list for the server")),
+    mut_arg("loader_cores", |a| a.env("COMPARE_CALIBRATE_LOADER_CORES").help(
+        "taskset list for both loaders (and compare itself); each loader runs one thread per core"
+    )),
+    mut_arg("out_dir", |a| a.env("COMPARE_CALIBRATE_OUT_DIR").help("Where the Markdown goes [default: <repo>/bench/results]")),
+    mut_arg("bin_dir", |a| a.env("COMPARE_CALIBRATE_BIN_DIR").help(
+        "Directory of loadgen [default: $CARGO_TARGET_DIR/release or <repo>/target/release]"
+    )),
+    mut_arg("repo", |a| a.env("COMPARE_CALIBRATE_REPO")),
+    mut_arg("quick", |a| a.env("COMPARE_CALIBRATE_QUICK").display_order(18).help(
+        "A smoke run: 1 s warmup, one round of 2 s (explicit flags win)"
+    ))
+)]
 pub struct CalibrateArgs {
     /// Comma list of the servers to calibrate on: floor, node.
-    #[arg(long, env = "COMPARE_CALIBRATE_SERVERS", default_value = "floor,node")]
+    #[arg(long, env = "COMPARE_CALIBRATE_SERVERS", default_value = "floor,node", display_order = 0)]
     pub servers: String,
-    /// Measured rounds per server (one run per loader each, the order alternating) [default: 3; --quick: 1].
-    #[arg(long, env = "COMPARE_CALIBRATE_RUNS")]
-    pub runs: Option<u32>,
-    /// Length of every measured run, whole seconds (wrk's -d takes seconds) [default: 10s; --quick: 2s].
-    #[arg(long, env = "COMPARE_CALIBRATE_DURATION")]
-    pub duration: Option<String>,
-    /// Discarded warmup per server and loader, whole seconds, 0 to skip [default: 5s; --quick: 1s].
-    #[arg(long, env = "COMPARE_CALIBRATE_WARMUP")]
-    pub warmup: Option<String>,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
     /// Connections, the same for both loaders.
-    #[arg(long, env = "COMPARE_CALIBRATE_CONNECTIONS", default_value_t = 100)]
+    #[arg(long, env = "COMPARE_CALIBRATE_CONNECTIONS", default_value_t = 100, display_order = 6)]
     pub connections: u32,
-    /// taskset list for the server.
-    #[arg(long, env = "COMPARE_CALIBRATE_SERVER_CORES", default_value = "0")]
-    pub server_cores: String,
-    /// taskset list for both loaders (and compare itself); each loader runs one thread per core.
-    #[arg(long, env = "COMPARE_CALIBRATE_LOADER_CORES", default_value = "1")]
-    pub loader_cores: String,
-    /// Where the Markdown goes [default: <repo>/bench/results].
-    #[arg(long, env = "COMPARE_CALIBRATE_OUT_DIR")]
-    pub out_dir: Option<PathBuf>,
-    /// Directory of loadgen [default: $CARGO_TARGET_DIR/release or <repo>/target/release].
-    #[arg(long, env = "COMPARE_CALIBRATE_BIN_DIR")]
-    pub bin_dir: Option<PathBuf>,
-    /// The workspace root (bench/peers lives there) [default: found from the current directory upwards].
-    #[arg(long, env = "COMPARE_CALIBRATE_REPO")]
-    pub repo: Option<PathBuf>,
-    /// A smoke run: 1 s warmup, one round of 2 s (explicit flags win).
-    #[arg(long, env = "COMPARE_CALIBRATE_QUICK")]
-    pub quick: bool,
 }
 
 /// Everything a calibration needs, resolved.
@@ -93,6 +94,9 @@ pub struct Config {
     /// compare's argv, exactly.
     pub command: Vec<String>,
 }
+
+/// Calibrate's defaults for the shared flags: 3 rounds of 10 s after 5 s warmup; `--quick`: 1 of 2 s after 1 s.
+const DEFAULTS: Defaults = Defaults { runs: [3, 1], duration: ["10s", "2s"], warmup: ["5s", "1s"] };
 
 /// A duration wrk can take: whole seconds (0 only where `zero_ok`).
 fn whole_seconds(flag: &str, raw: &str, zero_ok: bool) -> anyhow::Result<Duration> {
@@ -128,33 +132,24 @@ pub fn parse_servers(text: &str) -> anyhow::Result<Vec<Runtime>> {
 impl CalibrateArgs {
     /// Defaults, `--quick` and paths applied (as the comparison's own flags resolve them).
     pub fn resolve(&self, command: Vec<String>, compare_exe: PathBuf) -> anyhow::Result<Config> {
-        let cwd = std::env::current_dir().context("current directory")?;
-        let paths = Paths::resolve(&cwd, self.repo.as_deref(), self.bin_dir.as_deref(), compare_exe);
-        let q = self.quick;
-        let runs = self.runs.unwrap_or(if q { 1 } else { 3 });
-        if runs == 0 {
-            bail!("--runs must be at least 1");
-        }
-        let duration =
-            whole_seconds("duration", self.duration.as_deref().unwrap_or(if q { "2s" } else { "10s" }), false)?;
-        let warmup = whole_seconds("warmup", self.warmup.as_deref().unwrap_or(if q { "1s" } else { "5s" }), true)?;
+        let m = self.measure.resolve(&DEFAULTS, compare_exe)?;
+        let duration = whole_seconds("duration", m.duration, false)?;
+        let warmup = whole_seconds("warmup", m.warmup, true)?;
         if self.connections == 0 {
             bail!("--connections must be at least 1");
         }
-        procfs::parse_cores(&self.server_cores).context("--server-cores")?;
-        let loader = procfs::parse_cores(&self.loader_cores).context("--loader-cores")?;
-        let threads = threads(loader.len(), self.connections);
+        let threads = threads(m.loader_cores.len(), self.connections);
         Ok(Config {
-            out_dir: runtimes::results_dir(&paths.repo, &cwd, self.out_dir.as_deref()),
-            paths,
+            paths: m.paths,
+            out_dir: m.out_dir,
             servers: parse_servers(&self.servers)?,
-            runs,
+            runs: m.runs,
             duration,
             warmup,
             connections: self.connections,
             threads,
-            server_cores: self.server_cores.clone(),
-            loader_cores: self.loader_cores.clone(),
+            server_cores: self.measure.server_cores.clone(),
+            loader_cores: self.measure.loader_cores.clone(),
             command,
         })
     }
@@ -393,7 +388,6 @@ fn rounds(
     }
     Ok(())
 }
-
 
 /// Runs the calibration: prerequisites, every server, the Markdown (stdout and file). The output path.
 pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {

@@ -32,7 +32,6 @@ pub struct Calibration {
     pub results: Vec<ServerResult>,
 }
 
-
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("–".to_string(), |x| format!("{x:.digits$}"))
 }

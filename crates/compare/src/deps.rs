@@ -58,12 +58,8 @@ impl Deps {
             // Only needed to create databases on the given server; its absence is reported when that happens.
             None => localdeps::find_in("psql", &dirs),
         };
-        let local = localdeps::Options {
-            cores: Some(opts.cores.clone()),
-            durable: true,
-            dirs,
-            spawner: Arc::new(Supervised),
-        };
+        let local =
+            localdeps::Options { cores: Some(opts.cores.clone()), durable: true, dirs, spawner: Arc::new(Supervised) };
         // Started in order; an error drops what was already started, which stops it.
         let postgres = match pg_bin {
             Some(_) => Some(localdeps::Postgres::start(&local)?),

@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde::Serialize;
 
+use crate::format::{num, shell_join};
 use crate::process::Spawned;
 use crate::records::{self, Machine};
 use crate::runtimes;
-use crate::format::{num, shell_join};
 use crate::stats::spread;
 
 /// How long one docker CLI call may take (`docker info` against a dead socket fails fast; a hung engine must

@@ -24,6 +24,7 @@ pub mod floor;
 pub mod format;
 pub mod http;
 pub mod images;
+pub mod measure;
 pub mod process;
 pub mod procfs;
 pub mod progress;

@@ -171,7 +171,6 @@ pub fn results_dir(repo: &Path, cwd: &Path, given: Option<&Path>) -> PathBuf {
     given.map_or_else(|| repo.join("bench/results"), |d| cwd.join(d))
 }
 
-
 /// The default bin dir: `$CARGO_TARGET_DIR/release`, else `<repo>/target/release`, as cargo (and
 /// bench/setup.sh) build them.
 pub fn default_bin_dir(repo: &Path, cargo_target_dir: Option<&Path>) -> PathBuf {

@@ -32,7 +32,9 @@ pub fn seed_notes(base_url: &str, count: u32) -> anyhow::Result<()> {
         )?;
         let c = match conn.as_mut() {
             Some(c) => c,
-            None => conn.insert(Conn::connect(&authority, HTTP_TIMEOUT).with_context(|| format!("connect {authority}"))?),
+            None => {
+                conn.insert(Conn::connect(&authority, HTTP_TIMEOUT).with_context(|| format!("connect {authority}"))?)
+            }
         };
         let response = c.exchange(&request, false).with_context(|| format!("seed POST #{i} to {base_url}{path}"))?;
         if response.status != 200 {
