@@ -24,7 +24,7 @@ use clap::Args;
 use crate::agreement::{Loader, LoaderRun, ServerResult, exit_code, order};
 use crate::calibration::{self, Calibration};
 use crate::cells::{self, Bench, Server};
-use crate::measure::{Defaults, MeasureArgs};
+use crate::measure::{self, Defaults, MeasureArgs};
 use crate::process;
 use crate::procfs;
 use crate::records;
@@ -447,13 +447,9 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
 
 /// `compare calibrate`, start to exit code.
 pub fn command(args: &CalibrateArgs) -> ExitCode {
-    let exe = std::env::current_exe().unwrap_or_else(|_| "compare".into());
-    let cfg = match args.resolve(std::env::args().collect(), exe) {
+    let cfg = match measure::resolve_or_exit(|argv, exe| args.resolve(argv, exe)) {
         Ok(cfg) => cfg,
-        Err(e) => {
-            eprintln!("config error: {e:#}");
-            return ExitCode::from(64);
-        }
+        Err(code) => return code,
     };
     let missing = missing_prerequisites(&cfg);
     if !missing.is_empty() {

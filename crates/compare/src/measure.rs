@@ -9,6 +9,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
@@ -88,4 +89,14 @@ impl MeasureArgs {
             loader_cores: procfs::parse_cores(&self.loader_cores).context("--loader-cores")?,
         })
     }
+}
+
+/// Runs a command's `resolve(argv, compare_exe)` on this process's argv and path; a bad value is one line on
+/// stderr and exit 64.
+pub fn resolve_or_exit<T>(resolve: impl FnOnce(Vec<String>, PathBuf) -> anyhow::Result<T>) -> Result<T, ExitCode> {
+    let exe = std::env::current_exe().unwrap_or_else(|_| "compare".into());
+    resolve(std::env::args().collect(), exe).map_err(|e| {
+        eprintln!("config error: {e:#}");
+        ExitCode::from(64)
+    })
 }

@@ -171,12 +171,6 @@ pub fn bars(summary: &[CellSummary]) -> Vec<charts::Bar> {
         .collect()
 }
 
-/// The SVG file for a workload, next to the Markdown.
-pub fn svg_path(md: &Path, workload: &str) -> PathBuf {
-    let stem = md.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    md.with_file_name(format!("{stem}-{workload}.svg"))
-}
-
 /// The whole Markdown document. `svg_dir_name`: link each workload's chart by this file stem.
 pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
     let mut out = String::new();
@@ -235,7 +229,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
             dur.map_or(String::new(), |d| format!(", runs of {} s", num(d, 1)))
         );
         if let (Some(md), false) = (md_path, bars(&summary).is_empty()) {
-            let svg = svg_path(md, w);
+            let svg = charts::svg_path(md, w);
             let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let _ = writeln!(out, "![{w}]({name})\n");
         }
@@ -377,7 +371,7 @@ fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>) 
          over rust's (above 1: rust is cheaper), both medians of per-round ratios.\n"
     );
     if let Some(md) = md_path {
-        let svg = svg_path(md, "ladder");
+        let svg = charts::svg_path(md, "ladder");
         let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let _ = writeln!(out, "![ladder]({name})\n");
     }
@@ -483,7 +477,7 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
         if bars.is_empty() {
             continue;
         }
-        let path = svg_path(md, &w);
+        let path = charts::svg_path(md, &w);
         std::fs::write(&path, charts::workload_svg(&w, &bars))
             .with_context(|| format!("writing {}", path.display()))?;
     }
@@ -495,7 +489,7 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
     }
     let (steps, points) = ladder_points(records);
     if steps.len() >= 2 && !points.is_empty() {
-        let path = svg_path(md, "ladder");
+        let path = charts::svg_path(md, "ladder");
         std::fs::write(&path, charts::ladder_svg(&steps, &points))
             .with_context(|| format!("writing {}", path.display()))?;
     }

@@ -13,6 +13,7 @@ use crate::cells::{self, Bench, Reference, RunInput};
 use crate::cli::{Config, RunArgs};
 use crate::deps::{Deps, DepsOptions};
 use crate::format::num;
+use crate::measure;
 use crate::process::{self, check_interrupted};
 use crate::progress::Progress;
 use crate::records::{self, Kind, Record, RunMeta, Sink};
@@ -262,13 +263,9 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
 /// `compare` without a subcommand, start to exit code: 64 bad flags, 1 an error, 2 a cell without a valid
 /// measurement, 130 interrupted (the records so far stay in the .jsonl).
 pub fn command(args: &RunArgs) -> ExitCode {
-    let exe = std::env::current_exe().unwrap_or_else(|_| "compare".into());
-    let cfg = match args.resolve(std::env::args().collect(), exe) {
+    let cfg = match measure::resolve_or_exit(|argv, exe| args.resolve(argv, exe)) {
         Ok(cfg) => cfg,
-        Err(e) => {
-            eprintln!("config error: {e:#}");
-            return ExitCode::from(64);
-        }
+        Err(code) => return code,
     };
     if let Err(e) = process::take_charge(&cfg.loader_cores) {
         eprintln!("compare: {e:#}");

@@ -208,10 +208,7 @@ fn ms(us: Option<u64>) -> String {
 
 /// The chart files of one workload's soak, next to the Markdown.
 pub fn svg_paths(md: &Path, workload: &str) -> (PathBuf, PathBuf) {
-    (
-        crate::report::svg_path(md, &format!("{workload}-soak-rss")),
-        crate::report::svg_path(md, &format!("{workload}-soak-p99")),
-    )
+    (charts::svg_path(md, &format!("{workload}-soak-rss")), charts::svg_path(md, &format!("{workload}-soak-p99")))
 }
 
 /// The soak section of the Markdown (nothing when there are no soak samples).

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process};
 
-/// A started server process.
-pub trait Process: Send {
+/// A started server process. `Sync` so a server can be shared between tests (a `static` `Weak<Postgres>`).
+pub trait Process: Send + Sync {
     fn pid(&self) -> u32;
     /// The exit status once it exited (reaping it), else `None`.
     fn try_wait(&mut self) -> io::Result<Option<ExitStatus>>;
