@@ -5,6 +5,7 @@
 //! that was not measured.
 
 use std::fmt::{self, Write};
+use std::path::{Path, PathBuf};
 
 const WIDTH: f64 = 720.0;
 const FONT: &str = "Helvetica, Arial, sans-serif";
@@ -558,6 +559,12 @@ fn esc(text: &str) -> String {
         }
     }
     out
+}
+
+/// The SVG file `name` (a workload, or a workload and its chart) gets next to the Markdown `md`.
+pub fn svg_path(md: &Path, name: &str) -> PathBuf {
+    let stem = md.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    md.with_file_name(format!("{stem}-{name}.svg"))
 }
 
 #[cfg(test)]

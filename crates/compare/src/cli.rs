@@ -2,12 +2,13 @@
 //! Parsed values are resolved into a [`Config`] (defaults, `--quick`, paths) before anything starts; a bad
 //! value is one line on stderr and exit 64.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
+use crate::measure::{Defaults, MeasureArgs};
 use crate::runtimes::{self, Paths, Runtime};
 use crate::workloads::{self, Workload};
 
@@ -29,9 +30,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
     /// Serve one pre-serialized JSON response to every request: the floor runtime
-    Floor(FloorArgs),
+    Floor(crate::floor::FloorArgs),
     /// Re-render the Markdown summary (and the SVGs) from recorded JSONL files
-    Report(ReportArgs),
+    Report(crate::report::ReportArgs),
     /// Run loadgen and wrk against the same servers (the floor, the Node hello peer) and say whether they agree
     Calibrate(crate::calibrate::CalibrateArgs),
     /// Container image size and start time of docker-compose.yml's images, with the local Docker engine
@@ -39,105 +40,59 @@ pub enum Cmd {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct FloorArgs {
-    #[arg(long, env = "COMPARE_FLOOR_PORT", default_value_t = 3000)]
-    pub port: u16,
-    #[arg(long, env = "COMPARE_FLOOR_HOSTNAME", default_value = "127.0.0.1")]
-    pub hostname: String,
-    /// The JSON body every response carries.
-    #[arg(long, env = "COMPARE_FLOOR_BODY", default_value = "{}")]
-    pub body: String,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct ReportArgs {
-    /// Record files written by compare (one JSON record per line).
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
-    /// Where to write the Markdown (the SVGs go next to it); default: the first file with `.md`.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Comma list of hello-bare, hello-default, notes-read, notes-write, metadata (or `all`).
-    #[arg(long, env = "COMPARE_WORKLOADS", default_value = "all")]
+    #[arg(long, env = "COMPARE_WORKLOADS", default_value = "all", display_order = 0)]
     pub workloads: String,
     /// Comma list of rust, bun, node, koa (hello only), floor (or `all`); rust's answers are the reference.
-    #[arg(long, env = "COMPARE_RUNTIMES", default_value = "all")]
+    #[arg(long, env = "COMPARE_RUNTIMES", default_value = "all", display_order = 1)]
     pub runtimes: String,
     /// One more cell per workload, repeatable: `NAME=http://127.0.0.1:PORT[,pid=PID]` for a server already
     /// running (CPU and RSS only with its pid; never restarted, no cold starts), or `NAME=cmd:COMMAND` for
     /// one compare starts per run with `sh -c` (PORT set, `{port}` replaced) like the built-in runtimes.
-    #[arg(long = "target", value_name = "NAME=URL[,pid=PID]|NAME=cmd:COMMAND")]
+    #[arg(long = "target", value_name = "NAME=URL[,pid=PID]|NAME=cmd:COMMAND", display_order = 2)]
     pub targets: Vec<String>,
-    /// Measured runs per cell, interleaved round by round [default: 3; --quick: 1].
-    #[arg(long, env = "COMPARE_RUNS")]
-    pub runs: Option<u32>,
-    /// Length of each measured run [default: 20s; --quick: 2s].
-    #[arg(long, env = "COMPARE_DURATION")]
-    pub duration: Option<String>,
-    /// Discarded warmup before each run, 0 to skip [default: 10s; --quick: 1s].
-    #[arg(long, env = "COMPARE_WARMUP")]
-    pub warmup: Option<String>,
+    // --runs, --duration, --warmup, --server-cores, --loader-cores, --out-dir, --quick, --bin-dir, --repo.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
     /// Connections for every workload, instead of each workload's own (100, 50 for notes-write, 128 for metadata).
-    #[arg(long, env = "COMPARE_CONNECTIONS")]
+    #[arg(long, env = "COMPARE_CONNECTIONS", display_order = 6)]
     pub connections: Option<u32>,
-    /// taskset list for the server under test.
-    #[arg(long, env = "COMPARE_SERVER_CORES", default_value = "0")]
-    pub server_cores: String,
-    /// taskset list for loadgen and compare itself.
-    #[arg(long, env = "COMPARE_LOADER_CORES", default_value = "1")]
-    pub loader_cores: String,
     /// taskset list for the PostgreSQL and Redis compare starts.
-    #[arg(long, env = "COMPARE_DB_CORES", default_value = "1")]
+    #[arg(long, env = "COMPARE_DB_CORES", default_value = "1", display_order = 9)]
     pub db_cores: String,
     /// Cold starts (exec→first 200) per runtime and workload [default: 15; --quick: 2].
-    #[arg(long, env = "COMPARE_STARTUP_RUNS")]
+    #[arg(long, env = "COMPARE_STARTUP_RUNS", display_order = 10)]
     pub startup_runs: Option<u32>,
     /// Open-loop rate for the latency tails, req/s; 0 skips them [default: half the slowest runtime's median
     /// closed-loop req/s].
-    #[arg(long, env = "COMPARE_TAIL_RATE")]
+    #[arg(long, env = "COMPARE_TAIL_RATE", display_order = 11)]
     pub tail_rate: Option<f64>,
-    /// Where the .jsonl, .md and .svg files go [default: <repo>/bench/results].
-    #[arg(long, env = "COMPARE_OUT_DIR")]
-    pub out_dir: Option<PathBuf>,
     /// Use this PostgreSQL (its databases named compare_* are created and dropped) instead of starting one.
-    #[arg(long, env = "COMPARE_DATABASE_URL")]
+    #[arg(long, env = "COMPARE_DATABASE_URL", display_order = 13)]
     pub database_url: Option<String>,
     /// Use this Redis instead of starting one.
-    #[arg(long, env = "COMPARE_REDIS_URL")]
+    #[arg(long, env = "COMPARE_REDIS_URL", display_order = 14)]
     pub redis_url: Option<String>,
-    /// A smoke run: 1 s warmup, one 2 s run, 2 cold starts, 20000 metadata rows (explicit flags win).
-    #[arg(long, env = "COMPARE_QUICK")]
-    pub quick: bool,
-    /// Directory of flight-rs, scribe-rs, metadata-rs and loadgen [default: $CARGO_TARGET_DIR/release or
-    /// <repo>/target/release].
-    #[arg(long, env = "COMPARE_BIN_DIR")]
-    pub bin_dir: Option<PathBuf>,
-    /// The workspace root (bench/peers lives there) [default: found from the current directory upwards].
-    #[arg(long, env = "COMPARE_REPO")]
-    pub repo: Option<PathBuf>,
     /// Rows of the generated metadata dataset [default: 100000; --quick: 20000].
-    #[arg(long, env = "COMPARE_ROWS")]
+    #[arg(long, env = "COMPARE_ROWS", display_order = 18)]
     pub rows: Option<u64>,
     /// Notes seeded for notes-read.
-    #[arg(long, env = "COMPARE_SEED_NOTES", default_value_t = 1000)]
+    #[arg(long, env = "COMPARE_SEED_NOTES", default_value_t = 1000, display_order = 19)]
     pub seed_notes: u32,
     /// loadgen's per-request timeout; any timeout voids the run.
-    #[arg(long, env = "COMPARE_REQUEST_TIMEOUT", default_value = "5s")]
+    #[arg(long, env = "COMPARE_REQUEST_TIMEOUT", default_value = "5s", display_order = 20)]
     pub request_timeout: String,
     /// Soak instead of comparing: per workload and runtime, one server under a fixed open-loop rate for this
     /// long (e.g. 1h), sampled every --soak-interval; RSS over time, its slope and a leak verdict. Checks
     /// still run first; cold starts and closed/open rounds do not.
-    #[arg(long, env = "COMPARE_SOAK")]
+    #[arg(long, env = "COMPARE_SOAK", display_order = 21)]
     pub soak: Option<String>,
     /// Window between soak samples.
-    #[arg(long, env = "COMPARE_SOAK_INTERVAL", default_value = "5s")]
+    #[arg(long, env = "COMPARE_SOAK_INTERVAL", default_value = "5s", display_order = 22)]
     pub soak_interval: String,
     /// The soak's fixed rate, req/s: low enough for every runtime (a soak looks for growth, not capacity).
-    #[arg(long, env = "COMPARE_SOAK_RATE", default_value_t = 1000.0)]
+    #[arg(long, env = "COMPARE_SOAK_RATE", default_value_t = 1000.0, display_order = 23)]
     pub soak_rate: f64,
 }
 
@@ -179,43 +134,23 @@ pub struct Config {
     pub command: Vec<String>,
 }
 
+/// The comparison's defaults for the shared flags: 3 runs of 20 s after 10 s warmup; `--quick`: 1 of 2 s after 1 s.
+const DEFAULTS: Defaults = Defaults { runs: [3, 1], duration: ["20s", "2s"], warmup: ["10s", "1s"] };
+
 fn parse_dur(flag: &str, raw: &str) -> anyhow::Result<Duration> {
     loadgen::cli::parse_duration(raw).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
-}
-
-/// The workspace root: the first directory from `start` upwards with bench/peers and a Cargo.toml, else the
-/// one this binary was built from.
-pub fn find_repo(start: &Path) -> PathBuf {
-    let is_repo = |d: &Path| d.join("bench/peers").is_dir() && d.join("Cargo.toml").is_file();
-    if let Some(found) = start.ancestors().find(|d| is_repo(d)) {
-        return found.to_path_buf();
-    }
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    if is_repo(&built) { built.canonicalize().unwrap_or(built) } else { start.to_path_buf() }
 }
 
 impl RunArgs {
     /// Defaults, `--quick` and paths applied; `compare_exe` is the binary the floor runs.
     pub fn resolve(&self, command: Vec<String>, compare_exe: PathBuf) -> anyhow::Result<Config> {
-        let cwd = std::env::current_dir().context("current directory")?;
-        let repo = match &self.repo {
-            Some(r) => cwd.join(r),
-            None => find_repo(&cwd),
-        };
-        let bin_dir = match &self.bin_dir {
-            Some(b) => cwd.join(b),
-            None => runtimes::default_bin_dir(&repo, std::env::var_os("CARGO_TARGET_DIR").as_deref().map(Path::new)),
-        };
-        let q = self.quick;
-        let runs = self.runs.unwrap_or(if q { 1 } else { 3 });
-        if runs == 0 {
-            bail!("--runs must be at least 1");
-        }
-        let duration = parse_dur("duration", self.duration.as_deref().unwrap_or(if q { "2s" } else { "20s" }))?;
+        let m = self.measure.resolve(&DEFAULTS, compare_exe)?;
+        let q = self.measure.quick;
+        let duration = parse_dur("duration", m.duration)?;
         if duration < Duration::from_millis(100) {
             bail!("--duration must be at least 100ms");
         }
-        let warmup = parse_dur("warmup", self.warmup.as_deref().unwrap_or(if q { "1s" } else { "10s" }))?;
+        let warmup = parse_dur("warmup", m.warmup)?;
         let request_timeout = parse_dur("request-timeout", &self.request_timeout)?;
         if self.connections == Some(0) {
             bail!("--connections must be at least 1");
@@ -223,7 +158,7 @@ impl RunArgs {
         if self.tail_rate.is_some_and(|rate| !rate.is_finite() || rate < 0.0) {
             bail!("--tail-rate must be a non-negative number");
         }
-        let server = crate::procfs::parse_cores(&self.server_cores).context("--server-cores")?;
+        let server = &m.server_cores;
         let mut runtimes = runtimes::parse_list(&self.runtimes)?;
         if server.len() > 1 {
             // N cores: rust runs N workers, Node a cluster of N, Bun N processes sharing the port. koa (Flight's
@@ -248,9 +183,8 @@ impl RunArgs {
         if runtimes.is_empty() {
             bail!("no runtime left to measure");
         }
-        let loader = crate::procfs::parse_cores(&self.loader_cores).context("--loader-cores")?;
         crate::procfs::parse_cores(&self.db_cores).context("--db-cores")?;
-        if !server.is_disjoint(&loader) {
+        if !server.is_disjoint(&m.loader_cores) {
             eprintln!("warning: server and loader cores overlap; figures will mix server and loader work");
         }
         if self.seed_notes < 2 {
@@ -278,20 +212,20 @@ impl RunArgs {
             bail!("--rows must be at least 100");
         }
         Ok(Config {
-            paths: Paths { repo: repo.clone(), bin_dir, compare_exe },
+            server_processes: server.len(),
+            paths: m.paths,
+            out_dir: m.out_dir,
             workloads: workloads::parse_list(&self.workloads)?,
             runtimes,
-            server_processes: server.len(),
-            runs,
+            runs: m.runs,
             duration,
             warmup,
             connections: self.connections,
-            server_cores: self.server_cores.clone(),
-            loader_cores: self.loader_cores.clone(),
+            server_cores: self.measure.server_cores.clone(),
+            loader_cores: self.measure.loader_cores.clone(),
             db_cores: self.db_cores.clone(),
             startup_runs: self.startup_runs.unwrap_or(if q { 2 } else { 15 }),
             tail_rate: self.tail_rate,
-            out_dir: self.out_dir.as_ref().map_or_else(|| repo.join("bench/results"), |d| cwd.join(d)),
             database_url: self.database_url.clone(),
             redis_url: self.redis_url.clone(),
             rows,
@@ -306,6 +240,8 @@ impl RunArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::floor::FloorArgs;
+    use crate::report::ReportArgs;
 
     fn parse(args: &[&str]) -> anyhow::Result<Config> {
         let cli = Cli::try_parse_from(std::iter::once("compare").chain(args.iter().copied()))?;

@@ -7,11 +7,51 @@
 //! response, written with `writev` straight from the shared response bytes. Nothing is allocated per request.
 //! While output is owed and the socket will not take it, nothing more is read: a client that pipelines
 //! without reading stalls itself instead of growing our buffers.
+//!
+//! It is served by compare itself (`compare floor`, which the comparison execs like any runtime) rather than
+//! by a binary of its own: it exists only as compare's baseline, and one binary means nothing more to build,
+//! find or keep in step.
 
 use std::io::{self, IoSlice, Read, Write};
+use std::process::ExitCode;
+
+use clap::Args;
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
+
+#[derive(Debug, Clone, Args)]
+pub struct FloorArgs {
+    #[arg(long, env = "COMPARE_FLOOR_PORT", default_value_t = 3000)]
+    pub port: u16,
+    #[arg(long, env = "COMPARE_FLOOR_HOSTNAME", default_value = "127.0.0.1")]
+    pub hostname: String,
+    /// The JSON body every response carries.
+    #[arg(long, env = "COMPARE_FLOOR_BODY", default_value = "{}")]
+    pub body: String,
+}
+
+/// `compare floor`: 64 when --body is not JSON, 1 when the port cannot be served; else it serves forever.
+pub fn command(args: &FloorArgs) -> ExitCode {
+    if let Err(e) = serde_json::from_str::<serde_json::Value>(&args.body) {
+        eprintln!("config error: --body is not JSON: {e}");
+        return ExitCode::from(64);
+    }
+    let serve = || -> io::Result<()> {
+        let listener = std::net::TcpListener::bind((args.hostname.as_str(), args.port))?;
+        let port = listener.local_addr()?.port();
+        println!("floor listening on http://{}:{port}", args.hostname);
+        io::stdout().flush()?;
+        run(listener, response(args.body.as_bytes()))
+    };
+    match serve() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("compare: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// Big enough for a deep pipeline of benchmark requests per read; also the largest request head accepted.
 const READ_BUF: usize = 32 * 1024;

@@ -1,10 +1,13 @@
-//! A minimal blocking HTTP/1.1 client for readiness polls, probes and priming requests: one request per
-//! connection (`Connection: close`), bodies framed by Content-Length, chunked encoding or the close. Load
-//! itself always comes from loadgen.
+//! compare's one HTTP/1.1 client, blocking and for a few requests at a time: readiness polls, probes,
+//! priming requests and seeding. Responses are framed by loadgen's parser ([`loadgen::http1`], the one the
+//! load itself is measured with): Content-Length, chunked or close-delimited bodies, no body for HEAD, 204
+//! and 304, interim 1xx responses skipped. Load itself always comes from loadgen.
 
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
+
+use loadgen::http1::ResponseParser;
 
 /// A complete response; header names are lowercase.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,6 +15,8 @@ pub struct Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// The server closes the connection after this response.
+    pub close: bool,
 }
 
 impl Response {
@@ -24,8 +29,85 @@ fn bad(msg: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.into())
 }
 
-/// Sends one request to 127.0.0.1:`port` and reads the whole response. `body` is sent with the given
-/// content type; methods other than GET/HEAD get `Content-Length: 0` without one, as servers expect.
+/// One connection, reusable while the server keeps it open; every read and write under a timeout.
+pub struct Conn<S = TcpStream> {
+    stream: S,
+    /// Bytes read and not yet parsed.
+    buf: Vec<u8>,
+    parser: ResponseParser,
+}
+
+impl Conn {
+    /// Connects to the first address of `authority` (`host:port`) that answers.
+    pub fn connect(authority: &str, timeout: Duration) -> io::Result<Conn> {
+        let mut last = None;
+        for addr in authority.to_socket_addrs()? {
+            match Conn::connect_addr(addr, timeout) {
+                Ok(conn) => return Ok(conn),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{authority}: no address"))))
+    }
+
+    fn connect_addr(addr: SocketAddr, timeout: Duration) -> io::Result<Conn> {
+        let stream = TcpStream::connect_timeout(&addr, timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        stream.set_nodelay(true)?;
+        Ok(Conn::over(stream))
+    }
+}
+
+impl<S: Read + Write> Conn<S> {
+    fn over(stream: S) -> Conn<S> {
+        Conn { stream, buf: Vec::new(), parser: ResponseParser::default() }
+    }
+
+    /// Sends one request (head and body, as given) and reads its whole response.
+    pub fn exchange(&mut self, request: &[u8], head_request: bool) -> io::Result<Response> {
+        self.stream.write_all(request)?;
+        self.read_response(head_request)
+    }
+
+    fn read_response(&mut self, head_request: bool) -> io::Result<Response> {
+        let mut head: Option<(u16, Vec<(String, String)>)> = None;
+        let mut body = Vec::new();
+        let mut chunk = [0u8; 16384];
+        loop {
+            let mut on_head = |status: u16, headers: &[httparse::Header<'_>]| {
+                let headers = headers
+                    .iter()
+                    .map(|h| (h.name.to_ascii_lowercase(), String::from_utf8_lossy(h.value).into_owned()))
+                    .collect();
+                head = Some((status, headers));
+            };
+            let (used, done) = self
+                .parser
+                .parse(&self.buf, head_request, &mut on_head, Some(&mut body))
+                .map_err(|e| bad(format!("bad response: {e}")))?;
+            self.buf.drain(..used);
+            let done = match done {
+                Some(done) => Some(done),
+                None => {
+                    let n = self.stream.read(&mut chunk)?;
+                    if n > 0 {
+                        self.buf.extend_from_slice(&chunk[..n]);
+                        continue;
+                    }
+                    self.parser.eof().map_err(|e| bad(format!("bad response: {e}")))?
+                }
+            };
+            let Some(done) = done else { return Err(bad("connection closed before a response")) };
+            let (status, headers) = head.take().unwrap_or((done.status, Vec::new()));
+            return Ok(Response { status, headers, body, close: done.close });
+        }
+    }
+}
+
+/// Sends one request to 127.0.0.1:`port` on a connection of its own (`Connection: close`) and reads the
+/// whole response. `body` is sent with the given content type; methods other than GET/HEAD get
+/// `Content-Length: 0` without one, as servers expect.
 pub fn request(
     port: u16,
     method: &str,
@@ -33,11 +115,7 @@ pub fn request(
     body: Option<(&str, &[u8])>,
     timeout: Duration,
 ) -> io::Result<Response> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream.set_write_timeout(Some(timeout))?;
-    stream.set_nodelay(true)?;
+    let mut conn = Conn::connect_addr(SocketAddr::from((Ipv4Addr::LOCALHOST, port)), timeout)?;
     let mut head = format!("{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
     match body {
         Some((content_type, bytes)) => {
@@ -51,106 +129,33 @@ pub fn request(
     if let Some((_, bytes)) = body {
         out.extend_from_slice(bytes);
     }
-    stream.write_all(&out)?;
-    read_response(&mut stream, method == "HEAD")
-}
-
-fn read_response(stream: &mut impl Read, head_only: bool) -> io::Result<Response> {
-    let mut buf = Vec::with_capacity(4096);
-    let mut chunk = [0u8; 16384];
-    // The head, and whatever of the body came with it.
-    let (status, headers, head_len) = loop {
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            return Err(bad(if buf.is_empty() { "connection closed before a response" } else { "truncated head" }));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let mut slots = [httparse::EMPTY_HEADER; 64];
-        let mut parsed = httparse::Response::new(&mut slots);
-        match parsed.parse(&buf).map_err(|e| bad(format!("bad response head: {e}")))? {
-            httparse::Status::Partial => continue,
-            httparse::Status::Complete(len) => {
-                let status = parsed.code.ok_or_else(|| bad("no status code"))?;
-                let headers = parsed
-                    .headers
-                    .iter()
-                    .map(|h| (h.name.to_ascii_lowercase(), String::from_utf8_lossy(h.value).into_owned()))
-                    .collect::<Vec<_>>();
-                break (status, headers, len);
-            }
-        }
-    };
-    let mut response = Response { status, headers, body: Vec::new() };
-    let rest = buf.split_off(head_len);
-    if head_only || status == 204 || status == 304 || (100..200).contains(&status) {
-        return Ok(response);
-    }
-    let chunked = response.header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-    let length = response.header("content-length").map(|v| v.trim().parse::<usize>());
-    response.body = if chunked {
-        read_chunked(stream, rest)?
-    } else if let Some(length) = length {
-        let length = length.map_err(|_| bad("bad content-length"))?;
-        read_exact_len(stream, rest, length)?
-    } else {
-        let mut body = rest;
-        stream.read_to_end(&mut body)?;
-        body
-    };
-    Ok(response)
-}
-
-fn read_exact_len(stream: &mut impl Read, mut body: Vec<u8>, length: usize) -> io::Result<Vec<u8>> {
-    let mut chunk = [0u8; 16384];
-    while body.len() < length {
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            return Err(bad(format!("body ended after {} of {length} bytes", body.len())));
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    body.truncate(length);
-    Ok(body)
-}
-
-fn read_chunked(stream: &mut impl Read, mut raw: Vec<u8>) -> io::Result<Vec<u8>> {
-    let mut chunk = [0u8; 16384];
-    let mut body = Vec::new();
-    let mut pos = 0;
-    loop {
-        // Parse what we have; read more when a chunk is incomplete.
-        if let Some(eol) = find_crlf(&raw[pos..]) {
-            let line = String::from_utf8_lossy(&raw[pos..pos + eol]).into_owned();
-            let size_text = line.split(';').next().unwrap_or("").trim();
-            let size = usize::from_str_radix(size_text, 16).map_err(|_| bad(format!("bad chunk size {line:?}")))?;
-            let start = pos + eol + 2;
-            if size == 0 {
-                return Ok(body); // trailers, if any, are not needed
-            }
-            if raw.len() >= start + size + 2 {
-                body.extend_from_slice(&raw[start..start + size]);
-                pos = start + size + 2;
-                continue;
-            }
-        }
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            return Err(bad("chunked body ended early"));
-        }
-        raw.extend_from_slice(&chunk[..n]);
-    }
-}
-
-fn find_crlf(b: &[u8]) -> Option<usize> {
-    b.windows(2).position(|w| w == b"\r\n")
+    conn.exchange(&out, method == "HEAD")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A "connection" whose reads come from `raw`; writes go nowhere.
+    struct Canned<'a>(&'a [u8]);
+
+    impl Read for Canned<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            self.0.read(out)
+        }
+    }
+
+    impl Write for Canned<'_> {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
     fn parse(raw: &[u8]) -> io::Result<Response> {
-        read_response(&mut &raw[..], false)
+        Conn::over(Canned(raw)).read_response(false)
     }
 
     #[test]

@@ -20,9 +20,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde::Serialize;
 
+use crate::format::{num, shell_join};
 use crate::process::Spawned;
 use crate::records::{self, Machine};
-use crate::report::{num, shell_join, spread};
+use crate::runtimes;
+use crate::stats::spread;
 
 /// How long one docker CLI call may take (`docker info` against a dead socket fails fast; a hung engine must
 /// not hang compare).
@@ -270,7 +272,7 @@ pub fn command(args: &ImagesArgs) -> ExitCode {
     let text = render(&report);
     print!("{text}");
     let cwd = std::env::current_dir().unwrap_or_default();
-    let dir = args.out_dir.as_ref().map_or_else(|| crate::cli::find_repo(&cwd).join("bench/results"), |d| cwd.join(d));
+    let dir = runtimes::results_dir(&runtimes::find_repo(&cwd), &cwd, args.out_dir.as_deref());
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     let stem = dir.join(format!("{stamp}-{}-images", report.machine.hostname));
     let written =

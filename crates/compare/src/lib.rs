@@ -1,6 +1,6 @@
 //! compare: one command that measures our Rust servers against the Bun and Node peers (and the floor, a
-//! server that only writes pre-serialized bytes) per workload, on pinned cores, the way DESIGN.md's
-//! measurement rules ask: every runtime must answer the probe set exactly as rust does before it is timed;
+//! server that only writes pre-serialized bytes) per workload, on pinned cores, by these
+//! measurement rules: every runtime must answer the probe set exactly as rust does before it is timed;
 //! runs are interleaved round by round; server CPU per response comes from /proc over the whole process tree;
 //! any non-2xx or socket error voids a run. One JSON record per run is appended to
 //! `bench/results/<UTC stamp>-<hostname>.jsonl` (schemas/compare/record.schema.json), and a Markdown summary
@@ -13,14 +13,18 @@
 //! target/release/compare report bench/results/*.jsonl  # re-render the summary
 //! ```
 
+pub mod agreement;
 pub mod calibrate;
+pub mod calibration;
 pub mod cells;
 pub mod charts;
 pub mod cli;
 pub mod deps;
 pub mod floor;
+pub mod format;
 pub mod http;
 pub mod images;
+pub mod measure;
 pub mod process;
 pub mod procfs;
 pub mod progress;
@@ -28,6 +32,9 @@ pub mod records;
 pub mod report;
 pub mod run;
 pub mod runtimes;
+pub mod seeds;
 pub mod soak;
+pub mod stats;
 pub mod target;
 pub mod workloads;
+pub mod wrk;

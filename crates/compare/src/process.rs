@@ -108,6 +108,16 @@ pub fn install_panic_hook() {
     }));
 }
 
+/// Before compare starts any child: itself pinned to the loader's cores (readiness polls and /proc reads stay
+/// off the server's; a failure is only a warning), and every child killed on a panic or a signal.
+pub fn take_charge(loader_cores: &str) -> anyhow::Result<()> {
+    if let Err(e) = crate::procfs::pin_self(loader_cores) {
+        eprintln!("warning: could not pin compare to cores {loader_cores}: {e}");
+    }
+    install_panic_hook();
+    install_signal_handler().map_err(|e| e.context("installing the signal handler"))
+}
+
 /// One child in its own process group, killed (group and all) when dropped.
 #[derive(Debug)]
 pub struct Spawned {
@@ -204,5 +214,30 @@ impl Spawned {
 impl Drop for Spawned {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// localdeps' servers (PostgreSQL, redis-server) started as [`Spawned`] children, so the signal handler and
+/// the panic hook take them down with the rest.
+#[derive(Debug)]
+pub struct Supervised;
+
+impl localdeps::Spawner for Supervised {
+    fn spawn(&self, cmd: Command, name: &str) -> io::Result<Box<dyn localdeps::Process>> {
+        Ok(Box::new(Spawned::spawn(cmd, name)?))
+    }
+}
+
+impl localdeps::Process for Spawned {
+    fn pid(&self) -> u32 {
+        Spawned::pid(self)
+    }
+
+    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        Spawned::try_wait(self)
+    }
+
+    fn kill(&mut self) {
+        Spawned::kill(self);
     }
 }

@@ -139,6 +139,16 @@ pub fn parse_cores(text: &str) -> anyhow::Result<BTreeSet<usize>> {
     Ok(cores)
 }
 
+/// Pins the calling thread (and the threads it starts afterwards) to the `taskset -c` list `cores`.
+pub fn pin_self(cores: &str) -> anyhow::Result<()> {
+    let mut set = rustix::thread::CpuSet::new();
+    for core in parse_cores(cores)? {
+        set.set(core);
+    }
+    rustix::thread::sched_setaffinity(None, &set)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -209,6 +209,17 @@ impl Sink {
     }
 }
 
+/// Names (workloads, runtimes) in the order first recorded, each once.
+pub fn ordered<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in items {
+        if !out.iter().any(|o| o == s) {
+            out.push(s.to_string());
+        }
+    }
+    out
+}
+
 /// Every record of the files, in order. Blank lines are skipped; anything else that is not a record of
 /// this schema is an error naming the file and line.
 pub fn read_jsonl(paths: &[PathBuf]) -> anyhow::Result<Vec<Record>> {

@@ -8,29 +8,13 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use clap::Args;
+use std::process::ExitCode;
 
 use crate::charts;
-use crate::records::{Kind, Record};
-
-/// Median, min and max of some runs' values.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Spread {
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    pub n: usize,
-}
-
-pub fn spread(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
-    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
-    Some(Spread { median, min: v[0], max: v[n - 1], n })
-}
+use crate::format::{num, shell_join};
+use crate::records::{Kind, Record, ordered};
+use crate::stats::{Spread, spread};
 
 /// One runtime in one workload, summarized.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,16 +46,6 @@ pub struct OpenSummary {
     pub max_us: Option<Spread>,
     pub valid: usize,
     pub total: usize,
-}
-
-pub(crate) fn ordered<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for s in items {
-        if !out.iter().any(|o| o == s) {
-            out.push(s.to_string());
-        }
-    }
-    out
 }
 
 /// Workloads in the order first recorded.
@@ -161,24 +135,6 @@ fn cpu(r: &Record) -> Option<f64> {
     r.server_cpu_us_per_resp
 }
 
-/// `1234567.8` → `1,234,568` (digits after the point as asked).
-pub fn num(v: f64, digits: usize) -> String {
-    let s = format!("{:.*}", digits, v.abs());
-    let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
-    let mut grouped = String::new();
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    let sign = if v < 0.0 && s.chars().any(|c| c.is_ascii_digit() && c != '0') { "-" } else { "" };
-    match frac {
-        Some(f) => format!("{sign}{grouped}.{f}"),
-        None => format!("{sign}{grouped}"),
-    }
-}
-
 fn fmt_spread(s: Option<Spread>, digits: usize, scale: f64) -> String {
     match s {
         None => "—".into(),
@@ -213,12 +169,6 @@ pub fn bars(summary: &[CellSummary]) -> Vec<charts::Bar> {
             })
         })
         .collect()
-}
-
-/// The SVG file for a workload, next to the Markdown.
-pub fn svg_path(md: &Path, workload: &str) -> PathBuf {
-    let stem = md.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    md.with_file_name(format!("{stem}-{workload}.svg"))
 }
 
 /// The whole Markdown document. `svg_dir_name`: link each workload's chart by this file stem.
@@ -279,7 +229,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
             dur.map_or(String::new(), |d| format!(", runs of {} s", num(d, 1)))
         );
         if let (Some(md), false) = (md_path, bars(&summary).is_empty()) {
-            let svg = svg_path(md, w);
+            let svg = charts::svg_path(md, w);
             let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let _ = writeln!(out, "![{w}]({name})\n");
         }
@@ -421,7 +371,7 @@ fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>) 
          over rust's (above 1: rust is cheaper), both medians of per-round ratios.\n"
     );
     if let Some(md) = md_path {
-        let svg = svg_path(md, "ladder");
+        let svg = charts::svg_path(md, "ladder");
         let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let _ = writeln!(out, "![ladder]({name})\n");
     }
@@ -481,15 +431,41 @@ pub fn ladder_points(records: &[Record]) -> (Vec<String>, Vec<charts::LadderPoin
     (steps, points)
 }
 
-/// Quotes an argv for a shell, so the command can be pasted back.
-pub fn shell_join(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            let plain = !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
-            if plain { a.clone() } else { format!("'{}'", a.replace('\'', r"'\''")) }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Record files written by compare (one JSON record per line).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Where to write the Markdown (the SVGs go next to it); default: the first file with `.md`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `compare report`: the records re-rendered, the summary on stdout; 1 when a file cannot be read or written.
+pub fn command(args: &ReportArgs) -> ExitCode {
+    let rerender = || -> anyhow::Result<PathBuf> {
+        let records = crate::records::read_jsonl(&args.files)?;
+        let md = args.out.clone().unwrap_or_else(|| args.files[0].with_extension("md"));
+        print(&write_outputs(&records, &md)?);
+        Ok(md)
+    };
+    match rerender() {
+        Ok(md) => {
+            eprintln!("compare: wrote {}", md.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("compare: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A summary on stdout; a closed pipe (`compare | head`) is not an error, the files are written anyway.
+pub fn print(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 /// Writes the Markdown to `md` and one SVG per workload with measured runs next to it; the Markdown.
@@ -501,7 +477,7 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
         if bars.is_empty() {
             continue;
         }
-        let path = svg_path(md, &w);
+        let path = charts::svg_path(md, &w);
         std::fs::write(&path, charts::workload_svg(&w, &bars))
             .with_context(|| format!("writing {}", path.display()))?;
     }
@@ -513,7 +489,7 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
     }
     let (steps, points) = ladder_points(records);
     if steps.len() >= 2 && !points.is_empty() {
-        let path = svg_path(md, "ladder");
+        let path = charts::svg_path(md, "ladder");
         std::fs::write(&path, charts::ladder_svg(&steps, &points))
             .with_context(|| format!("writing {}", path.display()))?;
     }
@@ -524,22 +500,6 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
 mod tests {
     use super::*;
     use crate::records::RunMeta;
-
-    #[test]
-    fn spreads() {
-        assert_eq!(spread([3.0, 1.0, 2.0]), Some(Spread { median: 2.0, min: 1.0, max: 3.0, n: 3 }));
-        assert_eq!(spread([4.0, 1.0]).map(|s| s.median), Some(2.5));
-        assert_eq!(spread([f64::NAN]), None);
-    }
-
-    #[test]
-    fn numbers() {
-        assert_eq!(num(1234567.8, 0), "1,234,568");
-        assert_eq!(num(999.0, 1), "999.0");
-        assert_eq!(num(1000.0, 2), "1,000.00");
-        assert_eq!(num(-1234.5, 1), "-1,234.5");
-        assert_eq!(num(0.0004, 3), "0.000");
-    }
 
     #[test]
     fn ladder_table_and_points() {
@@ -573,11 +533,5 @@ mod tests {
         assert_eq!(points.len(), 4);
         // One rung is no ladder.
         assert!(!render(&records[..2], None).contains("## ladder\n"));
-    }
-
-    #[test]
-    fn quoting() {
-        let argv = ["compare", "--runtimes", "rust,bun", "--body", r#"{"a":"b c"}"#, "it's"].map(String::from);
-        assert_eq!(shell_join(&argv), r#"compare --runtimes rust,bun --body '{"a":"b c"}' 'it'\''s'"#);
     }
 }

@@ -5,17 +5,21 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
 use crate::cells::{self, Bench, Reference, RunInput};
-use crate::cli::Config;
-use crate::deps::{self, Deps, DepsOptions};
-use crate::process::check_interrupted;
+use crate::cli::{Config, RunArgs};
+use crate::deps::{Deps, DepsOptions};
+use crate::format::num;
+use crate::measure;
+use crate::process::{self, check_interrupted};
 use crate::progress::Progress;
 use crate::records::{self, Kind, Record, RunMeta, Sink};
 use crate::report;
 use crate::runtimes::{self, Runtime, ServerEnv};
+use crate::seeds;
 use crate::workloads::{MetadataData, Outcome, Plan, Service, Workload};
 
 /// How long a server may take to its first 200 (Node with a cold disk cache and a Postgres pool).
@@ -198,7 +202,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     };
     let metadata = if cfg.workloads.iter().any(|w| matches!(w.service, Service::Metadata | Service::Ladder)) {
         eprintln!("compare: generating the metadata dataset ({} rows)", cfg.rows);
-        let (db, ids) = deps::metadata_dataset(&work.path().join("data"), cfg.rows)?;
+        let (db, ids) = seeds::metadata_dataset(&work.path().join("data"), cfg.rows)?;
         Some(MetadataData::load(&db, &ids)?)
     } else {
         None
@@ -256,6 +260,44 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     Ok(Finished { jsonl: sink.path().to_path_buf(), md, markdown, records: all, problems })
 }
 
+/// `compare` without a subcommand, start to exit code: 64 bad flags, 1 an error, 2 a cell without a valid
+/// measurement, 130 interrupted (the records so far stay in the .jsonl).
+pub fn command(args: &RunArgs) -> ExitCode {
+    let cfg = match measure::resolve_or_exit(|argv, exe| args.resolve(argv, exe)) {
+        Ok(cfg) => cfg,
+        Err(code) => return code,
+    };
+    if let Err(e) = process::take_charge(&cfg.loader_cores) {
+        eprintln!("compare: {e:#}");
+        return ExitCode::FAILURE;
+    }
+    match run(&cfg) {
+        Ok(done) => {
+            report::print(&done.markdown);
+            eprintln!("compare: wrote {} and {}", done.jsonl.display(), done.md.display());
+            if !done.problems.is_empty() {
+                eprintln!("compare: {} cell(s) without a valid measurement:", done.problems.len());
+                for p in &done.problems {
+                    eprintln!("  - {p}");
+                }
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) if process::interrupted() => {
+            eprintln!(
+                "compare: interrupted ({e:#}); the records so far are in the .jsonl (`compare report` renders them)"
+            );
+            ExitCode::from(130)
+        }
+        Err(e) => {
+            eprintln!("compare: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Fills ladder-postgres's table with `ladder-rs seed` (rust's own binary: the peers read what it writes).
 fn seed_ladder(paths: &runtimes::Paths, url: &str) -> anyhow::Result<()> {
     let bin = paths.rust_bin(Service::Ladder);
@@ -303,7 +345,7 @@ fn seed_notes(wr: &mut WorkloadRun<'_>, progress: &mut Progress) -> anyhow::Resu
     let spec = wr.spec(seeder, Purpose::Check)?;
     let (server, _) = cells::start_ready(&spec, wr.bench, &wr.plan.ready_path)
         .with_context(|| format!("starting {} to seed notes", seeder.name()))?;
-    let seeded = deps.seed_notes(&format!("http://127.0.0.1:{}", server.port), wr.cfg.seed_notes);
+    let seeded = seeds::seed_notes(&format!("http://127.0.0.1:{}", server.port), wr.cfg.seed_notes);
     server.stop();
     seeded
 }
@@ -364,7 +406,7 @@ fn run_workload(
             .iter()
             .filter_map(|rt| {
                 let closed = out.iter().filter(|r| r.runtime == rt.name() && r.kind == Kind::Closed && !r.void);
-                report::spread(closed.filter_map(|r| r.req_per_s)).map(|s| s.median)
+                crate::stats::spread(closed.filter_map(|r| r.req_per_s)).map(|s| s.median)
             })
             .min_by(f64::total_cmp)
             .map(|slowest| (slowest / 2.0).max(1.0)),
@@ -520,8 +562,8 @@ fn soak_summary(rec: &Record) -> String {
     }
     format!(
         "RSS {rss}, p99 {} ms, {} CPU-µs/resp",
-        report::num(rec.latency_us.map_or(0.0, |l| l.p99 as f64 / 1e3), 3),
-        report::num(rec.server_cpu_us_per_resp.unwrap_or(0.0), 2)
+        num(rec.latency_us.map_or(0.0, |l| l.p99 as f64 / 1e3), 3),
+        num(rec.server_cpu_us_per_resp.unwrap_or(0.0), 2)
     )
 }
 
@@ -562,10 +604,10 @@ fn run_summary(rec: &Record) -> String {
     }
     let mut s = format!(
         "{} req/s, {} CPU-µs/resp, p99 {} ms, server cores {}% busy",
-        report::num(rec.req_per_s.unwrap_or(0.0), 0),
-        report::num(rec.server_cpu_us_per_resp.unwrap_or(0.0), 2),
-        report::num(rec.latency_us.map_or(0.0, |l| l.p99 as f64 / 1e3), 3),
-        report::num(rec.server_busy_pct.unwrap_or(0.0), 0)
+        num(rec.req_per_s.unwrap_or(0.0), 0),
+        num(rec.server_cpu_us_per_resp.unwrap_or(0.0), 2),
+        num(rec.latency_us.map_or(0.0, |l| l.p99 as f64 / 1e3), 3),
+        num(rec.server_busy_pct.unwrap_or(0.0), 0)
     );
     if rec.loader_bound == Some(true) {
         s.push_str(" (loader-bound)");

@@ -1,8 +1,8 @@
 //! The runtimes and how each is started per workload: rust (our release binaries), the Bun and Node peers in
 //! bench/peers (pinned in its package-lock.json), koa (the Koa stack Flight's Node build runs on, hello
 //! only), the floor (`compare floor`: pre-serialized bytes, the least any server can do per request) and
-//! bring-your-own targets (`--target`, see target.rs). Env, ports and working directories are the ones the Python
-//! harnesses (bench/*.py) used, so figures stay comparable with theirs.
+//! bring-your-own targets (`--target`, see target.rs). Env, ports and working directories stay as published
+//! results were measured with, so figures stay comparable across runs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -107,6 +107,17 @@ pub struct Paths {
 }
 
 impl Paths {
+    /// `--repo` and `--bin-dir` (relative to `cwd`) or their defaults: the repo found from `cwd` upwards, and
+    /// [`default_bin_dir`] under it.
+    pub fn resolve(cwd: &Path, repo: Option<&Path>, bin_dir: Option<&Path>, compare_exe: PathBuf) -> Paths {
+        let repo = repo.map_or_else(|| find_repo(cwd), |r| cwd.join(r));
+        let bin_dir = bin_dir.map_or_else(
+            || default_bin_dir(&repo, std::env::var_os("CARGO_TARGET_DIR").as_deref().map(Path::new)),
+            |b| cwd.join(b),
+        );
+        Paths { repo, bin_dir, compare_exe }
+    }
+
     pub fn peers(&self) -> PathBuf {
         self.repo.join("bench/peers")
     }
@@ -142,6 +153,22 @@ impl Paths {
             Runtime::Target(_) => PathBuf::from("/bin/sh"),
         }
     }
+}
+
+/// The workspace root: the first directory from `start` upwards with bench/peers and a Cargo.toml, else the
+/// one this binary was built from.
+pub fn find_repo(start: &Path) -> PathBuf {
+    let is_repo = |d: &Path| d.join("bench/peers").is_dir() && d.join("Cargo.toml").is_file();
+    if let Some(found) = start.ancestors().find(|d| is_repo(d)) {
+        return found.to_path_buf();
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    if is_repo(&built) { built.canonicalize().unwrap_or(built) } else { start.to_path_buf() }
+}
+
+/// Where result files go: `given` (relative to `cwd`), else `<repo>/bench/results`.
+pub fn results_dir(repo: &Path, cwd: &Path, given: Option<&Path>) -> PathBuf {
+    given.map_or_else(|| repo.join("bench/results"), |d| cwd.join(d))
 }
 
 /// The default bin dir: `$CARGO_TARGET_DIR/release`, else `<repo>/target/release`, as cargo (and

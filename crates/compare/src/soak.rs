@@ -17,8 +17,9 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use crate::charts::{self, Series};
-use crate::records::{Kind, Record};
-use crate::report::{num, ordered};
+use crate::format::num;
+use crate::records::{Kind, Record, ordered};
+use crate::stats::median;
 
 /// Growth below this over the kept span is noise whatever the RSS (page-granular accounting, thread stacks).
 pub const GROWTH_FLOOR_KIB: f64 = 2048.0;
@@ -63,15 +64,6 @@ pub struct Trend {
     pub verdict: Verdict,
 }
 
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len().is_multiple_of(2) { (values[mid - 1] + values[mid]) / 2.0 } else { values[mid] })
-}
-
 /// The trend of `(seconds, RSS KiB)` samples, in time order.
 pub fn trend(samples: &[(f64, f64)]) -> Trend {
     let span = match (samples.first(), samples.last()) {
@@ -82,7 +74,7 @@ pub fn trend(samples: &[(f64, f64)]) -> Trend {
     let settle_s = start + (span / 4.0).min(SETTLE_MAX_S);
     let kept: Vec<(f64, f64)> =
         samples.iter().copied().filter(|(t, rss)| *t >= settle_s && t.is_finite() && rss.is_finite()).collect();
-    let median_kib = median(&mut kept.iter().map(|s| s.1).collect::<Vec<_>>()).unwrap_or(0.0);
+    let median_kib = median(kept.iter().map(|s| s.1)).unwrap_or(0.0);
     let mut slopes = Vec::with_capacity(kept.len() * kept.len().saturating_sub(1) / 2);
     for (i, a) in kept.iter().enumerate() {
         for b in &kept[i + 1..] {
@@ -91,15 +83,15 @@ pub fn trend(samples: &[(f64, f64)]) -> Trend {
             }
         }
     }
-    let slope_kib_per_s = median(&mut slopes).unwrap_or(0.0);
+    let slope_kib_per_s = median(slopes).unwrap_or(0.0);
     let kept_span = kept.last().zip(kept.first()).map_or(0.0, |(b, a)| b.0 - a.0);
     let growth_kib = slope_kib_per_s * kept_span;
     let third = kept.len() / 3;
     let thirds_kib = if third == 0 {
         0.0
     } else {
-        let last = median(&mut kept[kept.len() - third..].iter().map(|s| s.1).collect::<Vec<_>>()).unwrap_or(0.0);
-        let first = median(&mut kept[..third].iter().map(|s| s.1).collect::<Vec<_>>()).unwrap_or(0.0);
+        let last = median(kept[kept.len() - third..].iter().map(|s| s.1)).unwrap_or(0.0);
+        let first = median(kept[..third].iter().map(|s| s.1)).unwrap_or(0.0);
         last - first
     };
     let threshold = GROWTH_FLOOR_KIB.max(GROWTH_SHARE * median_kib);
@@ -216,10 +208,7 @@ fn ms(us: Option<u64>) -> String {
 
 /// The chart files of one workload's soak, next to the Markdown.
 pub fn svg_paths(md: &Path, workload: &str) -> (PathBuf, PathBuf) {
-    (
-        crate::report::svg_path(md, &format!("{workload}-soak-rss")),
-        crate::report::svg_path(md, &format!("{workload}-soak-p99")),
-    )
+    (charts::svg_path(md, &format!("{workload}-soak-rss")), charts::svg_path(md, &format!("{workload}-soak-p99")))
 }
 
 /// The soak section of the Markdown (nothing when there are no soak samples).

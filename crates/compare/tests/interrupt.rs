@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use compare::procfs;
@@ -23,13 +23,9 @@ fn sigterm_stops_every_child() {
     let out = tempfile::tempdir().expect("temp dir");
     let (server, loader) = common::cores();
     let bin_dir = common::bin_dir();
-    let mut child = Command::new(common::compare_exe())
+    let mut child = common::compare_into(&bin_dir, out.path())
         .args(["--workloads", "hello-bare", "--runtimes", "floor", "--duration", "60s", "--warmup", "0"])
         .args(["--startup-runs", "0", "--tail-rate", "0", "--server-cores", &server, "--loader-cores", &loader])
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .arg("--out-dir")
-        .arg(out.path())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use compare::records::{self, Kind};
 
 #[test]
@@ -15,13 +13,9 @@ fn two_core_layout_runs_every_scaling_runtime() {
     assert!(cpus >= 2, "an N-core layout needs at least 2 CPUs; this machine has {cpus}");
     common::loadgen();
     let out = tempfile::tempdir().expect("temp dir");
-    let run = Command::new(common::compare_exe())
+    let run = common::compare_into(&common::bin_dir(), out.path())
         .args(["--quick", "--workloads", "hello-bare", "--tail-rate", "0", "--startup-runs", "1"])
         .args(["--server-cores", "0,1", "--loader-cores", "1"])
-        .arg("--bin-dir")
-        .arg(common::bin_dir())
-        .arg("--out-dir")
-        .arg(out.path())
         .output()
         .expect("run compare");
     let stderr = String::from_utf8_lossy(&run.stderr);

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use compare::records::{self, Kind};
 
 #[test]
@@ -25,12 +23,8 @@ fn quick_comparison_of_every_workload() {
     );
     let out = tempfile::tempdir().expect("temp dir");
     let (server, loader) = common::cores();
-    let run = Command::new(common::compare_exe())
+    let run = common::compare_into(&bin_dir, out.path())
         .args(["--quick", "--server-cores", &server, "--loader-cores", &loader, "--db-cores", &loader])
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .arg("--out-dir")
-        .arg(out.path())
         .output()
         .expect("run compare");
     let stderr = String::from_utf8_lossy(&run.stderr);

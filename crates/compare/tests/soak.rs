@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use compare::records::{self, Kind};
 use compare::soak::{self, Verdict};
 
@@ -50,15 +48,11 @@ fn soak_flags_a_leaking_server_and_not_a_sound_one() {
     std::fs::write(&script, LEAKY_SERVER).expect("write the leaky server");
     let out = dir.path().join("out");
     let (server, loader) = common::cores();
-    let run = Command::new(common::compare_exe())
+    let run = common::compare_into(&common::bin_dir(), &out)
         .args(["--workloads", "hello-bare", "--runtimes", "rust", "--connections", "4", "--warmup", "1s"])
         .args(["--soak", "12s", "--soak-interval", "1s", "--soak-rate", "200"])
         .args(["--server-cores", &server, "--loader-cores", &loader])
         .args(["--target", &format!("leaky=cmd:exec python3 '{}'", script.display())])
-        .arg("--bin-dir")
-        .arg(common::bin_dir())
-        .arg("--out-dir")
-        .arg(&out)
         .output()
         .expect("run compare");
     let stderr = String::from_utf8_lossy(&run.stderr);

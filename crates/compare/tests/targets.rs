@@ -45,16 +45,12 @@ fn targets_are_checked_and_measured_like_runtimes() {
         "wrong=cmd:exec '{}' floor --port {{port}} --body '{{\"message\":\"nope\"}}'",
         common::compare_exe().display()
     );
-    let run = Command::new(common::compare_exe())
+    let run = common::compare_into(&bin_dir, out.path())
         .args(["--quick", "--workloads", "hello-bare", "--runtimes", "rust", "--tail-rate", "0"])
         .args(["--startup-runs", "1", "--server-cores", &server, "--loader-cores", &loader])
         .args(["--target", &format!("mine=http://127.0.0.1:{port},pid={}", mine.0.id())])
         .args(["--target", &format!("nopid=http://localhost:{port}/")])
         .args(["--target", &started, "--target", &wrong])
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .arg("--out-dir")
-        .arg(out.path())
         .output()
         .expect("run compare");
     let stderr = String::from_utf8_lossy(&run.stderr);

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses part of it
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
 use compare::cells::Bench;
@@ -18,6 +19,13 @@ pub fn bin_dir() -> PathBuf {
 
 pub fn compare_exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_compare"))
+}
+
+/// The comparison, run with the binaries in `bin_dir` and its results written to `out_dir`.
+pub fn compare_into(bin_dir: &Path, out_dir: &Path) -> Command {
+    let mut cmd = Command::new(compare_exe());
+    cmd.arg("--bin-dir").arg(bin_dir).arg("--out-dir").arg(out_dir);
+    cmd
 }
 
 /// loadgen next to compare; a clear failure (never a skip) when it is not built.

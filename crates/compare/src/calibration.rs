@@ -1,0 +1,238 @@
+//! A calibration's results (loadgen and wrk on the same servers) and the Markdown that shows them: the
+//! layout, every run, and the verdict per server and overall.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::agreement::{AGREE_PCT, Loader, ServerResult, disagrees, exit_code};
+use crate::cells;
+use crate::format::shell_join;
+use crate::records;
+use crate::stats::median;
+
+/// Everything the Markdown shows.
+#[derive(Debug, Clone)]
+pub struct Calibration {
+    pub command: Vec<String>,
+    pub started_at: String,
+    pub machine: records::Machine,
+    pub wrk_version: String,
+    pub loadgen_version: String,
+    pub server_cores: String,
+    pub loader_cores: String,
+    pub threads: usize,
+    pub connections: u32,
+    pub runs: u32,
+    pub duration: Duration,
+    pub warmup: Duration,
+    /// Both loaders' per-request timeout.
+    pub request_timeout: Duration,
+    /// The path both loaders load.
+    pub path: &'static str,
+    pub results: Vec<ServerResult>,
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("–".to_string(), |x| format!("{x:.digits$}"))
+}
+
+/// The Markdown summary.
+pub fn render(c: &Calibration) -> String {
+    let mut s = String::new();
+    let m = &c.machine;
+    let _ = writeln!(s, "# loadgen vs wrk calibration\n");
+    let _ = writeln!(s, "- command: `{}`", shell_join(&c.command));
+    let _ = writeln!(s, "- when: {} (UTC)", c.started_at);
+    let _ = writeln!(
+        s,
+        "- machine: {}, {}, {} CPUs, {}",
+        m.hostname,
+        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        m.cpus,
+        m.kernel
+    );
+    let _ = writeln!(s, "- loaders: {}; {}", c.wrk_version, c.loadgen_version);
+    let _ = writeln!(
+        s,
+        "- layout: servers on cores {}, both loaders (and compare) on cores {} (taskset); {} thread(s), {} connections, \
+         closed loop, request timeout {}s, GET {}",
+        c.server_cores,
+        c.loader_cores,
+        c.threads,
+        c.connections,
+        c.request_timeout.as_secs(),
+        c.path
+    );
+    let _ = writeln!(
+        s,
+        "- method: per server one start; a discarded {}s warmup by each loader; then {} round(s) of {}s per loader, \
+         loadgen first in odd rounds and wrk first in even ones, all on that same warmed server",
+        c.warmup.as_secs(),
+        c.runs,
+        c.duration.as_secs()
+    );
+    for r in &c.results {
+        if !r.loadgen_argv.is_empty() {
+            let _ = writeln!(s, "- {} loadgen: `{}`", r.server.name(), shell_join(&r.loadgen_argv));
+        }
+        if !r.wrk_argv.is_empty() {
+            let _ = writeln!(s, "- {} wrk: `{}`", r.server.name(), shell_join(&r.wrk_argv));
+        }
+    }
+
+    let _ = writeln!(s, "\n## Runs\n");
+    let _ = writeln!(
+        s,
+        "| server | round | loader | req/s | responses | p50 ms | p99 ms | server CPU µs/resp | server cores busy % \
+         | loader cores busy % |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    for r in &c.results {
+        for run in &r.runs {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {:.0} | {} | {:.3} | {:.3} | {} | {:.0} | {:.0} |",
+                r.server.name(),
+                run.round,
+                run.loader.name(),
+                run.req_per_s,
+                run.requests,
+                run.p50_us / 1e3,
+                run.p99_us / 1e3,
+                opt(run.server_cpu_us_per_resp, 2),
+                run.server_busy_pct,
+                run.loader_busy_pct
+            );
+        }
+    }
+
+    let _ = writeln!(s, "\n## Verdict\n");
+    let _ = writeln!(
+        s,
+        "Judged on throughput only: loadgen ÷ wrk req/s, the median of the per-round ratios (each round's two runs \
+         are back to back on the same server, in alternating order), `agree` when within ±{AGREE_PCT}%, `disagree` when \
+         not and every round's ratio is on the same side of 1, `inconclusive` when not but the rounds fall on both \
+         sides (the server's own variation is wider than the difference: more or longer rounds can settle it); a server \
+         whose cores were under {:.0}% busy with either loader is `loader-bound` and not judged, since there the req/s \
+         are the loaders' own speed. \
+         Latencies are printed, not judged: both loaders run closed loop here, so both leave out the time a request \
+         would have waited behind a slow one (coordinated omission), and each times requests its own way (wrk from its \
+         per-thread histogram, loadgen from HDR histograms from its own write).\n",
+        cells::LOADER_BOUND_PCT
+    );
+    let _ = writeln!(
+        s,
+        "| server | version | loadgen req/s | wrk req/s | loadgen ÷ wrk | per round | server CPU µs/resp loadgen / wrk \
+         | verdict |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    let mut lines = Vec::new();
+    for r in &c.results {
+        let cpu = |l: Loader| median(r.values(l, |x| x.server_cpu_us_per_resp));
+        let rounds = r.round_ratios();
+        let spread = match (rounds.iter().copied().reduce(f64::min), rounds.iter().copied().reduce(f64::max)) {
+            (Some(lo), Some(hi)) => format!("{lo:.3}–{hi:.3}"),
+            _ => "–".to_string(),
+        };
+        let v = r.verdict();
+        let word = match (&r.failure, v) {
+            (Some(_), _) | (None, None) => "failed",
+            (None, Some(v)) if v.loader_bound => "loader-bound",
+            (None, Some(v)) if v.agree => "agree",
+            (None, Some(v)) if v.inconclusive => "inconclusive",
+            (None, Some(_)) => "disagree",
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {spread} | {} / {} | {word} |",
+            r.server.name(),
+            r.version.as_deref().unwrap_or("unknown"),
+            opt(v.map(|v| v.loadgen_req_per_s), 0),
+            opt(v.map(|v| v.wrk_req_per_s), 0),
+            opt(v.map(|v| v.ratio), 3),
+            opt(cpu(Loader::Loadgen), 2),
+            opt(cpu(Loader::Wrk), 2),
+        );
+        match (&r.failure, v) {
+            (Some(why), _) => lines.push(format!("- {}: **failed**: {why}", r.server.name())),
+            (None, None) => lines.push(format!("- {}: **failed**: no run of both loaders", r.server.name())),
+            (None, Some(v)) => {
+                let pct = (v.ratio - 1.0) * 100.0;
+                let within = if v.agree { "within" } else { "outside" };
+                lines.push(format!(
+                    "- {}: **{word}** (loadgen ÷ wrk = {:.3}, {pct:+.1}%, {within} ±{AGREE_PCT}%)",
+                    r.server.name(),
+                    v.ratio
+                ));
+                let idle: Vec<&str> = r.idle_under().into_iter().map(Loader::name).collect();
+                if !idle.is_empty() {
+                    lines.push(format!(
+                        "  - the server cores were under {:.0}% busy with {}: the loader, not the server, set the pace \
+                         there, so the req/s compare the loaders' own speed (loadgen ÷ wrk = {:.3}) rather than their \
+                         measurement of the server; not judged",
+                        cells::LOADER_BOUND_PCT,
+                        idle.join(" and "),
+                        v.ratio
+                    ));
+                }
+            }
+        }
+    }
+    let _ = writeln!(s);
+    for l in &lines {
+        let _ = writeln!(s, "{l}");
+    }
+    let overall = match exit_code(&c.results) {
+        0 => {
+            let bound: Vec<&str> = c
+                .results
+                .iter()
+                .filter(|r| r.verdict().is_some_and(|v| v.loader_bound))
+                .map(|r| r.server.name())
+                .collect();
+            let except = if bound.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} loader-bound: not judged)", bound.join(", "))
+            };
+            format!("loadgen and wrk agree within ±{AGREE_PCT}% on every server they could be judged on{except}")
+        }
+        1 => {
+            let which: Vec<&str> = c
+                .results
+                .iter()
+                .filter(|r| r.verdict().is_some_and(|v| disagrees(&v)))
+                .map(|r| r.server.name())
+                .collect();
+            let unsure: Vec<&str> = c
+                .results
+                .iter()
+                .filter(|r| r.verdict().is_some_and(|v| v.inconclusive && !v.loader_bound))
+                .map(|r| r.server.name())
+                .collect();
+            match (which.is_empty(), unsure.is_empty()) {
+                (false, true) => format!("loadgen and wrk disagree by more than {AGREE_PCT}% on {}", which.join(", ")),
+                (true, _) => format!(
+                    "agreement within ±{AGREE_PCT}% not shown on {}: the server varied more between rounds than the \
+                     loaders differ (rerun with more --runs or a longer --duration)",
+                    unsure.join(", ")
+                ),
+                (false, false) => format!(
+                    "loadgen and wrk disagree by more than {AGREE_PCT}% on {}; inconclusive on {}",
+                    which.join(", "),
+                    unsure.join(", ")
+                ),
+            }
+        }
+        _ => "incomplete: a run failed or every server was loader-bound (see above), so agreement is not established"
+            .to_string(),
+    };
+    let _ = writeln!(s, "\n**Verdict: {overall}.**");
+    let _ = writeln!(
+        s,
+        "\nServer CPU per response is the server tree's utime+stime over each loader's run (/proc) divided by the \
+         responses that loader counted: the same work per response under both loaders is expected; a loader with \
+         equal CPU per response but fewer req/s left the server idle."
+    );
+    s
+}

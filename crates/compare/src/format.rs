@@ -1,0 +1,59 @@
+//! Text shared by the Markdown renderers (the comparison, soaks, calibration, images): numbers with
+//! thousands separators, and argv quoted so a recorded command can be pasted back into a shell.
+
+/// `1234567.8` → `1,234,568` (digits after the point as asked).
+pub fn num(v: f64, digits: usize) -> String {
+    let s = format!("{:.*}", digits, v.abs());
+    let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
+    let mut grouped = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    let sign = if v < 0.0 && s.chars().any(|c| c.is_ascii_digit() && c != '0') { "-" } else { "" };
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
+    }
+}
+
+/// Quotes an argv for a shell, so the command can be pasted back.
+pub fn shell_join(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            let plain = !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
+            if plain { a.clone() } else { format!("'{}'", a.replace('\'', r"'\''")) }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(num(1234567.8, 0), "1,234,568");
+        assert_eq!(num(999.0, 1), "999.0");
+        assert_eq!(num(1000.0, 2), "1,000.00");
+        assert_eq!(num(-1234.5, 1), "-1,234.5");
+        assert_eq!(num(0.0004, 3), "0.000");
+    }
+
+    #[test]
+    fn quoting() {
+        let argv = ["compare", "--runtimes", "rust,bun", "--body", r#"{"a":"b c"}"#, "it's"].map(String::from);
+        assert_eq!(shell_join(&argv), r#"compare --runtimes rust,bun --body '{"a":"b c"}' 'it'\''s'"#);
+    }
+
+    #[test]
+    fn single_words() {
+        let one = |w: &str| shell_join(&[w.to_string()]);
+        assert_eq!(one("--body"), "--body");
+        assert_eq!(one(r#"{"a":1}"#), r#"'{"a":1}'"#);
+        assert_eq!(one("it's"), r"'it'\''s'");
+    }
+}
