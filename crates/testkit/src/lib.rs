@@ -9,6 +9,8 @@
 
 pub mod http;
 pub mod process;
+pub mod wait;
+pub mod workspace;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -14,7 +14,7 @@ use ladder::db::DbOptions;
 use serde_json::{Value, json};
 use testkit::Postgres;
 #[allow(unused_imports)] // each test binary uses a different subset
-pub use testkit::http::{Res, get, request, send_raw};
+pub use testkit::http::{Response, get, request, send_raw};
 
 /// One hand-made row: (id, channel, duration_s, views).
 pub type EdgeRow = (&'static str, Option<&'static str>, Option<i64>, Option<i64>);
@@ -153,11 +153,11 @@ impl TestServer {
         TestServer { server: Some(server), addr }
     }
 
-    pub fn get(&self, target: &str) -> Res {
+    pub fn get(&self, target: &str) -> Response {
         get(self.addr, target)
     }
 
-    pub fn post(&self, target: &str, body: &str) -> Res {
+    pub fn post(&self, target: &str, body: &str) -> Response {
         post(self.addr, target, body.as_bytes())
     }
 }
@@ -170,7 +170,7 @@ impl Drop for TestServer {
     }
 }
 
-pub fn post(addr: SocketAddr, target: &str, body: &[u8]) -> Res {
+pub fn post(addr: SocketAddr, target: &str, body: &[u8]) -> Response {
     request(addr, "POST", target, &[], Some(body))
 }
 
@@ -197,22 +197,9 @@ pub fn postgres_body(data: &Dataset, id: &str) -> String {
     value.to_string()
 }
 
-pub fn assert_json(res: &Res, status: u16, body: &str, what: &str) {
+pub fn assert_json(res: &Response, status: u16, body: &str, what: &str) {
     assert_eq!(res.status, status, "{what}: status; body {:?}", res.text());
     assert_eq!(res.header("content-type"), Some("application/json"), "{what}: content-type");
     assert_eq!(res.text(), body, "{what}: body");
 }
 
-/// Polls `f` every 50 ms until it returns `Some` or `within` passes.
-pub fn eventually<T>(within: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
