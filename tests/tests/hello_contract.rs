@@ -3,7 +3,7 @@
 //! status, content-type and body bytes. The peers are installed by `scripts/test.sh` (npm ci in bench/peers).
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 

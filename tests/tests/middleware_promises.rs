@@ -44,7 +44,7 @@
 //!   are all files of dist (the SPA index for page-like targets).
 
 use std::collections::{BTreeSet, HashSet};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -165,7 +165,7 @@ impl Raw {
                 found.push(format!("bare CR or LF in head line {shown:?}"));
             }
             match line.iter().position(|b| *b == b':') {
-                Some(colon) if colon > 0 && line[..colon].iter().raw_header_all(|b| is_token(*b)) => {}
+                Some(colon) if colon > 0 && line[..colon].iter().all(|b| is_token(*b)) => {}
                 _ => found.push(format!("head line that is not a header {shown:?}")),
             }
         }
@@ -628,7 +628,7 @@ fn documented_policy(value: &str, credentials: bool) -> Option<Option<Vec<String
         let entry = entry.as_str();
         let host = entry.strip_prefix("https://").or_else(|| entry.strip_prefix("http://"));
         let valid =
-            host.is_some_and(|h| !h.is_empty() && !h.contains('/')) && entry.bytes().raw_header_all(|b| b.is_ascii_graphic());
+            host.is_some_and(|h| !h.is_empty() && !h.contains('/')) && entry.bytes().all(|b| b.is_ascii_graphic());
         if !valid {
             return None;
         }
@@ -680,7 +680,7 @@ fn cors_edge_configs_exit_64_or_serve_safely() {
             let what = format!("FLIGHT_CORS_ORIGINS={value:?} FLIGHT_CORS_CREDENTIALS={credentials}");
             let expected = documented_policy(value, credentials);
             let mut child = Guard(
-                Command::new(binary)
+                Command::new(&binary)
                     .env_clear()
                     .env("PATH", std::env::var_os("PATH").unwrap_or_default())
                     .env("FLIGHT_HOSTNAME", "127.0.0.1")

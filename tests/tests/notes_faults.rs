@@ -56,7 +56,7 @@ use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use testkit::http::{Conn, Response, request_bytes};
@@ -385,7 +385,9 @@ fn client_loop(addr: SocketAddr, client: usize, fresh: bool, stop: &AtomicBool, 
                 let answer = if kind.is_write() { answer.get(0).cloned().unwrap_or(answer) } else { answer };
                 (Some(reply.status), retry_after(&reply), Outcome::Acked(answer))
             }
-            Ok(reply) if (400..500).contains(&reply.status) => (Some(reply.status), retry_after(&reply), Outcome::Failed),
+            Ok(reply) if (400..500).contains(&reply.status) => {
+                (Some(reply.status), retry_after(&reply), Outcome::Failed)
+            }
             Ok(reply) => (
                 Some(reply.status),
                 retry_after(&reply),
@@ -934,11 +936,9 @@ fn pool_exhaustion_answers_503_and_recovers_without_leaks() {
 
     let exited = wait_for_exit(&mut holder.0, Duration::from_secs(LOCK_SECS + 10)).expect("psql releases the lock");
     assert!(exited.success(), "the psql holding the lock failed: {exited:?}");
-    let recovered = until(
-        Duration::from_secs(5),
-        || matches!(send("GET", "/notes/1", None).0, Ok(reply) if reply.status == 200),
-    )
-    .unwrap_or_else(|| panic!("no 200 within 5 s of the lock's release; {}", scribe.log_tail()));
+    let recovered =
+        until(Duration::from_secs(5), || matches!(send("GET", "/notes/1", None).0, Ok(reply) if reply.status == 200))
+            .unwrap_or_else(|| panic!("no 200 within 5 s of the lock's release; {}", scribe.log_tail()));
     // Full recovery: a burst of every kind of request, all 2xx and prompt.
     for i in 0..20 {
         let token = format!("nf-after-{i}");

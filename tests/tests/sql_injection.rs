@@ -593,7 +593,13 @@ struct Runner {
 }
 
 impl Runner {
-    fn send(&mut self, method: &str, target: &str, headers: &[(&str, &[u8])], body: Option<&[u8]>) -> (Response, String) {
+    fn send(
+        &mut self,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &[u8])],
+        body: Option<&[u8]>,
+    ) -> (Response, String) {
         let what = format!(
             "{method} {target}{}",
             body.map(|b| format!(" {}", String::from_utf8_lossy(b))).unwrap_or_default()

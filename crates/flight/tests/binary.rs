@@ -8,7 +8,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use testkit::process::{Guard, wait_for_exit};
 
-
 /// The binary with a clean environment: no FLIGHT_* from the developer's shell leaks in.
 fn flight(env: &[(&str, &str)], args: &[&str]) -> Command {
     let mut cmd = Command::new(testkit::workspace::binary("flight-rs"));

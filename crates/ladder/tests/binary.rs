@@ -11,7 +11,6 @@ use std::time::Duration;
 use common::{Dataset, assert_json, body, postgres_body};
 use testkit::process::{Guard, wait_for_exit};
 
-
 fn ladder(env: &[(&str, &str)], args: &[&str]) -> Command {
     let mut cmd = Command::new(testkit::workspace::binary("ladder-rs"));
     cmd.env_clear().env("RUST_LOG", "warn").args(args).stdin(Stdio::null());

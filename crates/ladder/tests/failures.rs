@@ -7,8 +7,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Dataset, Response, TestServer, assert_json, body, postgres_body, settings, sqlite_body};
-use testkit::wait::eventually;
 use testkit::Postgres;
+use testkit::wait::eventually;
 
 const UNAVAILABLE: &str = r#"{"error":"database unavailable"}"#;
 

@@ -14,10 +14,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{ABSENT_ID, Dataset, EDGE_ROWS, MALFORMED_ID, Response, body, request, send_raw};
-use testkit::wait::eventually;
 use serde_json::json;
 use testkit::process::{Guard, wait_for_exit};
-
+use testkit::wait::eventually;
 
 fn peers_dir() -> PathBuf {
     testkit::workspace::root().join("bench/peers")

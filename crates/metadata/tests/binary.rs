@@ -11,7 +11,6 @@ use std::time::Duration;
 use common::Dataset;
 use testkit::process::{Guard, wait_for_exit};
 
-
 fn metadata(env: &[(&str, &str)], args: &[&str], cwd: &Path) -> Command {
     let mut cmd = Command::new(testkit::workspace::binary("metadata-rs"));
     cmd.env_clear().env("RUST_LOG", "warn").current_dir(cwd).args(args).stdin(Stdio::null());

@@ -14,7 +14,6 @@ use serde_json::json;
 use testkit::Redis;
 use testkit::process::{Guard, wait_for_exit};
 
-
 /// The binary with a clean environment (nothing from the developer's shell leaks in), run in `cwd`.
 fn scribe(env: &[(&str, &str)], args: &[&str], cwd: &Path) -> Command {
     let mut cmd = Command::new(testkit::workspace::binary("scribe-rs"));

@@ -6,8 +6,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{App, JsonRes, Response, Stack, ids, record};
-use testkit::wait::eventually;
 use serde_json::json;
+use testkit::wait::eventually;
 use testkit::{Postgres, Redis};
 
 fn health(addr: std::net::SocketAddr) -> Response {

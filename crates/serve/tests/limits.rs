@@ -45,8 +45,8 @@ fn long_uri_gets_414_or_431() {
 fn head_under_the_limit_is_served() {
     let server = start(test_limits(), || service_fn(hello));
     let value = "a".repeat(6 * 1024);
-    let res = Conn::connect(server.local_addr())
-        .request(format!("GET /ok HTTP/1.1\r\nHost: test\r\nX-Big: {value}\r\n\r\n"));
+    let res =
+        Conn::connect(server.local_addr()).request(format!("GET /ok HTTP/1.1\r\nHost: test\r\nX-Big: {value}\r\n\r\n"));
     assert_eq!(res.status, 200);
     assert_eq!(res.json()["path"], "/ok");
 }

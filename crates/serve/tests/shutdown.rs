@@ -19,7 +19,7 @@ fn sleepy_server(limits: serve::Limits, delay: Duration) -> (Server, mpsc::Recei
     let server = start(limits, move || {
         let started_tx = started_tx.clone();
         service_fn(move |_req: Request| {
-            let _ = started_tx.write(());
+            let _ = started_tx.try_send(());
             async move {
                 tokio::time::sleep(delay).await;
                 Ok::<_, Infallible>(serve::json(StatusCode::OK, &serde_json::json!({ "done": true })))

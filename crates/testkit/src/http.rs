@@ -226,9 +226,8 @@ impl Conn {
     }
 
     fn read_for(&mut self, head_request: bool) -> io::Result<Response> {
-        self.next_response(head_request)?.ok_or_else(|| {
-            io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before a response")
-        })
+        self.next_response(head_request)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before a response"))
     }
 
     /// Everything the server sends until it closes the connection, what was buffered first. A reset or a
@@ -464,7 +463,10 @@ mod tests {
     #[test]
     fn request_bytes_frames_bodies() {
         let post = request_bytes("POST", b"/x", &[("X-Raw", b"\xff")], None);
-        assert_eq!(post, b"POST /x HTTP/1.1\r\nHost: test\r\nConnection: close\r\nX-Raw: \xff\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!(
+            post,
+            b"POST /x HTTP/1.1\r\nHost: test\r\nConnection: close\r\nX-Raw: \xff\r\nContent-Length: 0\r\n\r\n"
+        );
         let put = request_bytes("PUT", b"/y", &[], Some(b"{}"));
         assert!(put.ends_with(b"Content-Length: 2\r\n\r\n{}"));
     }

@@ -23,26 +23,44 @@ pub fn binary(name: &str) -> PathBuf {
     // Test binaries live in target/<profile>/deps; binaries one folder up.
     let profile_dir = exe.parent().and_then(Path::parent).expect("the test runs from target/<profile>/deps");
     let path = profile_dir.join(name);
-    let build = format!("build it with `cargo build --workspace --all-targets` (scripts/test.sh does) or `cargo build --bin {name}`");
+    let build = format!(
+        "build it with `cargo build --workspace --all-targets` (scripts/test.sh does) or `cargo build --bin {name}`"
+    );
     let built = std::fs::metadata(&path)
         .and_then(|m| m.modified())
         .unwrap_or_else(|e| panic!("{} not found ({e}): {build}", path.display()));
-    if let Some(source) = newer_source(&profile_dir.join(format!("{name}.d")), built) {
+    let dep_info = profile_dir.join(format!("{name}.d"));
+    let sources = std::fs::read_to_string(&dep_info).map(|text| sources(&text)).unwrap_or_default();
+    // A target folder copied from another checkout lists that checkout's files: not built from this one.
+    let root = root();
+    if !sources.iter().any(|source| source.starts_with(&root)) {
+        panic!(
+            "{} was not built from this checkout (its {} names no file here): {build}",
+            path.display(),
+            dep_info.display()
+        );
+    }
+    if let Some(source) = newer_than(&sources, built) {
         panic!("{} is older than {}: {build}", path.display(), source.display());
     }
     path
 }
 
-/// A source listed in the dep-info file `dep_info` (`<binary>: <source> <source> …`, spaces escaped) that
-/// changed after `built`, or is gone. A missing dep-info file counts as stale.
-fn newer_source(dep_info: &Path, built: SystemTime) -> Option<PathBuf> {
-    let Ok(text) = std::fs::read_to_string(dep_info) else { return Some(dep_info.to_path_buf()) };
-    let line = text.lines().find(|line| !line.starts_with('#') && line.contains(": "))?;
-    let (_, sources) = line.split_once(": ")?;
-    let escaped = sources.replace("\\ ", "\u{0}");
-    escaped.split_whitespace().map(|s| PathBuf::from(s.replace('\u{0}', " "))).find(|source| {
-        std::fs::metadata(source).and_then(|m| m.modified()).map_or(true, |modified| modified > built)
-    })
+/// The sources a dep-info file lists (`<binary>: <source> <source> …`, spaces escaped as `\ `).
+fn sources(dep_info: &str) -> Vec<PathBuf> {
+    let Some(line) = dep_info.lines().find(|line| !line.starts_with('#') && line.contains(": ")) else {
+        return Vec::new();
+    };
+    let (_, listed) = line.split_once(": ").unwrap_or_default();
+    listed.replace("\\ ", "\u{0}").split_whitespace().map(|s| PathBuf::from(s.replace('\u{0}', " "))).collect()
+}
+
+/// The first of `sources` that changed after `built`, or is gone.
+fn newer_than(sources: &[PathBuf], built: SystemTime) -> Option<PathBuf> {
+    sources
+        .iter()
+        .find(|source| std::fs::metadata(source).and_then(|m| m.modified()).map_or(true, |modified| modified > built))
+        .cloned()
 }
 
 #[cfg(test)]
@@ -58,10 +76,12 @@ mod tests {
         let dep_info = dir.path().join("bin.d");
         let escaped = source.display().to_string().replace(' ', "\\ ");
         std::fs::write(&dep_info, format!("{}/bin: {escaped}\n\n{escaped}:\n", dir.path().display())).expect("write");
+        let listed = sources(&std::fs::read_to_string(&dep_info).expect("read"));
+        assert_eq!(listed, vec![source.clone()]);
         let modified = std::fs::metadata(&source).and_then(|m| m.modified()).expect("mtime");
-        assert_eq!(newer_source(&dep_info, modified + Duration::from_secs(1)), None);
-        assert_eq!(newer_source(&dep_info, modified - Duration::from_secs(1)), Some(source));
-        assert!(newer_source(&dir.path().join("missing.d"), modified).is_some());
+        assert_eq!(newer_than(&listed, modified + Duration::from_secs(1)), None);
+        assert_eq!(newer_than(&listed, modified - Duration::from_secs(1)), Some(source));
+        assert!(newer_than(&[dir.path().join("gone.rs")], modified).is_some());
     }
 
     #[test]

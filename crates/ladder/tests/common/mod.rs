@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ladder::Settings;
 use ladder::db::DbOptions;
@@ -202,4 +202,3 @@ pub fn assert_json(res: &Response, status: u16, body: &str, what: &str) {
     assert_eq!(res.header("content-type"), Some("application/json"), "{what}: content-type");
     assert_eq!(res.text(), body, "{what}: body");
 }
-

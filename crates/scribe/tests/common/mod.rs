@@ -10,7 +10,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use testkit::{Postgres, Redis};
