@@ -9,6 +9,7 @@
 
 pub mod http;
 pub mod process;
+pub mod shared;
 pub mod wait;
 pub mod workspace;
 

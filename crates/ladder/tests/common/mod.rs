@@ -6,13 +6,14 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ladder::Settings;
 use ladder::db::DbOptions;
 use serde_json::{Value, json};
 use testkit::Postgres;
+use testkit::shared::Shared;
 #[allow(unused_imports)] // each test binary uses a different subset
 pub use testkit::http::{Response, get, request, send_raw};
 
@@ -103,17 +104,11 @@ impl Dataset {
     }
 }
 
-static SHARED_POSTGRES: Mutex<Weak<Postgres>> = Mutex::new(Weak::new());
+static SHARED_POSTGRES: Shared<Postgres> = Shared::new();
 
 /// The binary's shared Postgres cluster, started on first use and stopped when the last handle is dropped.
 pub fn shared_postgres() -> Arc<Postgres> {
-    let mut slot = SHARED_POSTGRES.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(pg) = slot.upgrade() {
-        return pg;
-    }
-    let pg = Arc::new(Postgres::start());
-    *slot = Arc::downgrade(&pg);
-    pg
+    SHARED_POSTGRES.get_or_start(Postgres::start)
 }
 
 /// Runs `ladder::seed::run` (the subcommand's work) and returns the row count.

@@ -9,10 +9,11 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use testkit::shared::Shared;
 use testkit::{Postgres, Redis};
 
 /// The workspace's schemas/ folder (notes.schema.json and the envelope).
@@ -94,17 +95,11 @@ pub fn keys(value: &Value) -> Vec<&str> {
 // Servers
 // ------------------------------------------------------------------------------------------------------------
 
-static SHARED_POSTGRES: Mutex<Weak<Postgres>> = Mutex::new(Weak::new());
+static SHARED_POSTGRES: Shared<Postgres> = Shared::new();
 
 /// The binary's shared Postgres cluster, started on first use and stopped when the last handle is dropped.
 pub fn shared_postgres() -> Arc<Postgres> {
-    let mut slot = SHARED_POSTGRES.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(pg) = slot.upgrade() {
-        return pg;
-    }
-    let pg = Arc::new(Postgres::start());
-    *slot = Arc::downgrade(&pg);
-    pg
+    SHARED_POSTGRES.get_or_start(Postgres::start)
 }
 
 /// scribe-rs running in this process on 127.0.0.1:<ephemeral>, one worker. Shut down when dropped.
