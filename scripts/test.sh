@@ -11,13 +11,12 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== build"
+# One build of every target before any test runs: the tests that start a workspace binary as a child process
+# take the one cargo built here (testkit::workspace::binary fails on a binary older than its sources), and no
+# test runs cargo itself, so none waits on the cargo lock.
+cargo build --workspace --all-targets --locked
 echo "== tests"
-# Some end-to-end tests run `cargo build` for the binaries they start (so a stale binary is never what
-# passes). Each package selection has its own feature set, so build those exact selections here, before the
-# tests run in parallel: inside a test, a cold build would hold the cargo lock for minutes and time out others.
-cargo build --locked --quiet --bins -p flight -p scribe -p metadata -p ladder   # tests/tests/hardening.rs
-cargo build --locked --quiet -p flight --bin flight-rs                          # tests/tests/middleware_promises.rs
-cargo build --locked --quiet -p loadgen -p probe                                # tests/tests/compose.rs
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast
   # nextest does not run doctests.

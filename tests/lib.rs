@@ -1,2 +1,3 @@
 //! End-to-end tests across servers and runtimes live in `tests/*.rs`; this crate hosts them as a workspace
-//! member. Shared helpers go in `tests/support/`.
+//! member. What they share (the raw HTTP client, the binaries under test, child processes, polling) is in the
+//! `testkit` crate.

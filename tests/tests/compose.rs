@@ -16,14 +16,11 @@ use std::time::Duration;
 
 use clap::FromArgMatches;
 use serde_yaml::Value;
+use testkit::workspace::root;
 
 // ------------------------------------------------------------------------------------------------------------
 // Files and tools
 // ------------------------------------------------------------------------------------------------------------
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the workspace root")
-}
 
 fn read(relative: &str) -> String {
     let path = root().join(relative);
@@ -789,28 +786,11 @@ fn bench_script_is_wired_to_the_compose_services() {
 // bench.sh end to end, against the servers in process and loadgen and probe from this workspace
 // ------------------------------------------------------------------------------------------------------------
 
-/// Builds loadgen and probe (the dev profile, as the tests) and returns the folder to put first on PATH.
+/// A folder holding (links to) the loadgen and probe binaries cargo built, to put first on PATH.
 fn tool_bin_dir() -> tempfile::TempDir {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .current_dir(root())
-        .args(["build", "--quiet", "-p", "loadgen", "-p", "probe", "--message-format=json"])
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("cargo build runs");
-    assert!(out.status.success(), "cargo build -p loadgen -p probe failed");
     let dir = tempfile::tempdir().expect("a temp dir");
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-        if let Some(exe) = msg["executable"].as_str() {
-            let name = Path::new(exe).file_name().expect("a file name");
-            if name == "loadgen" || name == "probe" {
-                std::os::unix::fs::symlink(exe, dir.path().join(name)).expect("link the binary");
-            }
-        }
-    }
     for name in ["loadgen", "probe"] {
-        assert!(dir.path().join(name).exists(), "cargo built no {name}");
+        std::os::unix::fs::symlink(testkit::workspace::binary(name), dir.path().join(name)).expect("link the binary");
     }
     dir
 }

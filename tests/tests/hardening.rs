@@ -4,9 +4,8 @@
 //! with small explicit limits: `--workers 1 --header-timeout 1 --keep-alive-timeout 3 --io-timeout 2
 //! --max-header-bytes 8192` and a 64 KiB body limit (scribe-rs takes it as `--payload-limit`). A child process,
 //! so its descriptors (/proc/<pid>/fd, and /proc/net/tcp to tell its clients' connections from its own to
-//! Postgres and Redis) and its memory (/proc/<pid>/status) are its own. The binaries come from a `cargo build`
-//! the first test of each process runs (a no-op when the workspace test command already built them), so a
-//! stale binary is never tested. flight-rs runs with `--rate-limit 100000000`: the checks send thousands of
+//! Postgres and Redis) and its memory (/proc/<pid>/status) are its own. The binaries are the ones cargo built
+//! for this profile (`testkit::workspace::binary`, which fails on a binary older than its sources). flight-rs runs with `--rate-limit 100000000`: the checks send thousands of
 //! requests from one address and 429s would hide what they test.
 //!
 //! Bounds are generous (a shared 2-core machine): a deadline must fire within its value plus 3 s, and a normal
@@ -79,14 +78,15 @@
 //! would block now counts toward the io timeout whatever the request state (crates/serve/tests/stalls.rs has
 //! the regression test).
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use testkit::http::{Conn, Response, request_bytes, send};
 use testkit::process::Guard;
+use testkit::wait::until;
+use testkit::workspace::root;
 
 const HEADER_TIMEOUT: Duration = Duration::from_secs(1);
 const KEEP_ALIVE: Duration = Duration::from_secs(3);
@@ -97,8 +97,6 @@ const BODY_LIMIT: usize = 64 * 1024;
 const SLACK: Duration = Duration::from_secs(3);
 /// A normal request during an attack must be answered within this. Generous on purpose: not a benchmark.
 const RESPONSIVE: Duration = Duration::from_secs(1);
-/// Upper bound on any blocking socket operation of the tests.
-const SOCKET_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -148,37 +146,6 @@ every_server!(slowloris, slow_body, slow_reader, limits, smuggling, idle_connect
 // ------------------------------------------------------------------------------------------------------------
 // The servers, as child processes
 // ------------------------------------------------------------------------------------------------------------
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The four server binaries, built by cargo (the dev profile, as the tests) so a stale binary is never tested.
-/// A test of the e2e package cannot name another package's binary through `CARGO_BIN_EXE_*`.
-fn binary(kind: Kind) -> PathBuf {
-    static BUILT: OnceLock<Vec<PathBuf>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let out = Command::new(cargo)
-            .current_dir(root())
-            .args(["build", "--quiet", "--bins", "--message-format=json"])
-            .args(["-p", "flight", "-p", "scribe", "-p", "metadata", "-p", "ladder"])
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("cargo build runs");
-        assert!(out.status.success(), "cargo build of the server binaries failed");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-            .filter_map(|msg| msg["executable"].as_str().map(PathBuf::from))
-            .collect()
-    });
-    built
-        .iter()
-        .find(|exe| exe.file_name().is_some_and(|name| name == kind.binary()))
-        .unwrap_or_else(|| panic!("cargo built no {}", kind.binary()))
-        .clone()
-}
 
 /// A server child process and what the checks need to know about it. Fields drop in order: the child is
 /// killed before its database, cache and files go.
@@ -266,7 +233,7 @@ impl Server {
         }
 
         let mut child = Guard(
-            Command::new(binary(kind))
+            Command::new(testkit::workspace::binary(kind.binary()))
                 .env_clear()
                 .env("RUST_LOG", "warn")
                 .current_dir(dir.path())
@@ -298,13 +265,7 @@ impl Server {
                     "created_by": 1,
                     "modified_by": 1,
                 });
-                let body = record.to_string();
-                let head = format!(
-                    "POST /notes HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Type: application/json\r\n\
-                     Content-Length: {}\r\n\r\n",
-                    body.len()
-                );
-                let res = exchange(addr, format!("{head}{body}").as_bytes());
+                let res = testkit::http::request(addr, "POST", "/notes", &[], Some(record.to_string().as_bytes()));
                 assert_eq!(res.status, 200, "scribe-rs: POST /notes: {}", res.text());
                 ("/notes/1".to_string(), "/notes".to_string(), true, None)
             }
@@ -314,7 +275,7 @@ impl Server {
             }
             Kind::Ladder => ("/ladder/empty".to_string(), "/ladder/validate".to_string(), true, None),
         };
-        let res = exchange(addr, get_close(&normal).as_bytes());
+        let res = send(addr, &get_close(&normal));
         assert_eq!(res.status, 200, "{}: GET {normal}: {}", kind.binary(), res.text());
         let reference = res.body;
         Server {
@@ -376,7 +337,7 @@ impl Server {
 
     /// Waits until the server holds no client connection; how long that took, or `None`.
     fn wait_no_clients(&self, within: Duration) -> Option<Duration> {
-        wait_until(within, || self.clients() == 0)
+        until(within, || self.clients() == 0)
     }
 
     /// A `kB` line of /proc/<pid>/status (VmRSS, VmHWM), in KiB.
@@ -392,24 +353,11 @@ impl Server {
     /// The normal GET on a fresh connection: asserts the reference answer and returns how long it took.
     fn check_normal(&self, when: &str) -> Duration {
         let started = Instant::now();
-        let res = exchange(self.addr, get_close(&self.normal).as_bytes());
+        let res = send(self.addr, &get_close(&self.normal));
         let took = started.elapsed();
         assert_eq!(res.status, 200, "{} {when}: GET {}: {}", self.name(), self.normal, res.text());
         assert_eq!(res.body, self.reference, "{} {when}: GET {} answered another body", self.name(), self.normal);
         took
-    }
-}
-
-fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> Option<Duration> {
-    let started = Instant::now();
-    loop {
-        if done() {
-            return Some(started.elapsed());
-        }
-        if started.elapsed() >= within {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -435,117 +383,13 @@ fn ensure_nofile(needed: u64) {
 // Raw HTTP/1.1
 // ------------------------------------------------------------------------------------------------------------
 
-fn get_close(target: &str) -> String {
-    format!("GET {target} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+fn get_close(target: &str) -> Vec<u8> {
+    request_bytes("GET", target.as_bytes(), &[], None)
 }
 
-#[derive(Debug)]
-struct Res {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Res {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
+/// A fresh client socket (testkit's timeouts, Nagle off) to drive by hand.
 fn connect(addr: SocketAddr) -> TcpStream {
-    let stream = TcpStream::connect_timeout(&addr, SOCKET_TIMEOUT).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    stream.set_read_timeout(Some(SOCKET_TIMEOUT)).expect("read timeout");
-    stream.set_write_timeout(Some(SOCKET_TIMEOUT)).expect("write timeout");
-    stream.set_nodelay(true).expect("nodelay");
-    stream
-}
-
-/// A connection that reads responses one after another (pipelining).
-struct Conn {
-    reader: BufReader<TcpStream>,
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        Conn { reader: BufReader::new(connect(addr)) }
-    }
-
-    fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
-        let stream = self.reader.get_mut();
-        stream.write_all(bytes)?;
-        stream.flush()
-    }
-
-    /// The next response; `None` when the connection ended cleanly before one began.
-    fn response(&mut self) -> io::Result<Option<Res>> {
-        let status_line = self.line()?;
-        if status_line.is_empty() {
-            return Ok(None);
-        }
-        let status = status_line
-            .strip_prefix("HTTP/1.1 ")
-            .and_then(|rest| rest.get(..3))
-            .and_then(|code| code.parse().ok())
-            .ok_or_else(|| invalid(format!("bad status line {status_line:?}")))?;
-        let mut headers = Vec::new();
-        loop {
-            let line = self.line()?;
-            if line.is_empty() {
-                break;
-            }
-            let (name, value) = line.split_once(':').ok_or_else(|| invalid(format!("bad header {line:?}")))?;
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-        }
-        let mut res = Res { status, headers, body: Vec::new() };
-        if res.header("transfer-encoding").is_some_and(|te| te.eq_ignore_ascii_case("chunked")) {
-            loop {
-                let size = self.line()?;
-                let size = usize::from_str_radix(size.split(';').next().unwrap_or_default().trim(), 16)
-                    .map_err(|_| invalid(format!("bad chunk size {size:?}")))?;
-                if size == 0 {
-                    while !self.line()?.is_empty() {}
-                    break;
-                }
-                let start = res.body.len();
-                res.body.resize(start + size, 0);
-                self.reader.read_exact(&mut res.body[start..])?;
-                self.line()?;
-            }
-        } else if let Some(len) = res.header("content-length") {
-            let len: usize = len.parse().map_err(|_| invalid(format!("bad content-length {len:?}")))?;
-            res.body = vec![0; len];
-            self.reader.read_exact(&mut res.body)?;
-        } else if !(status < 200 || status == 204 || status == 304) {
-            self.reader.read_to_end(&mut res.body)?;
-        }
-        Ok(Some(res))
-    }
-
-    fn line(&mut self) -> io::Result<String> {
-        let mut line = Vec::new();
-        self.reader.read_until(b'\n', &mut line)?;
-        Ok(String::from_utf8_lossy(&line).trim_end_matches(['\r', '\n']).to_string())
-    }
-}
-
-fn invalid(message: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, message)
-}
-
-/// Sends `bytes` on a fresh connection and reads one response. A failed write is not fatal when a response
-/// comes anyway (an early 413 or 431, and the server closing before it read everything).
-fn exchange(addr: SocketAddr, bytes: &[u8]) -> Res {
-    let mut conn = Conn::open(addr);
-    let written = conn.send(bytes);
-    match conn.response() {
-        Ok(Some(res)) => res,
-        Ok(None) => panic!("{addr}: connection closed without a response (write: {written:?})"),
-        Err(e) => panic!("{addr}: no response: {e} (write: {written:?})"),
-    }
+    Conn::connect(addr).into_stream()
 }
 
 /// A client socket watched without blocking: bytes the server sends are counted and dropped, and the moment
@@ -876,11 +720,11 @@ fn slow_reader(kind: Kind) {
 // ------------------------------------------------------------------------------------------------------------
 
 /// Sends `bytes` on a fresh connection; the response, how long it took, and the connection.
-fn exchange_timed(addr: SocketAddr, bytes: &[u8]) -> (Res, Duration, Conn) {
-    let mut conn = Conn::open(addr);
+fn exchange_timed(addr: SocketAddr, bytes: &[u8]) -> (Response, Duration, Conn) {
+    let mut conn = Conn::connect(addr);
     let started = Instant::now();
-    let written = conn.send(bytes);
-    let res = match conn.response() {
+    let written = conn.write(bytes);
+    let res = match conn.next_response(false) {
         Ok(Some(res)) => res,
         other => panic!("{addr}: no response ({other:?}; write: {written:?})"),
     };
@@ -889,10 +733,10 @@ fn exchange_timed(addr: SocketAddr, bytes: &[u8]) -> (Res, Duration, Conn) {
 
 /// Sends `bytes` on a fresh connection; the response and whether the server closed the connection right after
 /// it (within the io timeout; a kept-alive connection would stay open for the keep-alive timeout).
-fn exchange_then_closed(addr: SocketAddr, bytes: &[u8]) -> (Res, bool) {
+fn exchange_then_closed(addr: SocketAddr, bytes: &[u8]) -> (Response, bool) {
     let (res, _, mut conn) = exchange_timed(addr, bytes);
-    conn.reader.get_ref().set_read_timeout(Some(IO_TIMEOUT)).expect("read timeout");
-    let closed = match conn.response() {
+    conn.stream().set_read_timeout(Some(IO_TIMEOUT)).expect("read timeout");
+    let closed = match conn.next_response(false) {
         Ok(None) => true,
         Ok(Some(_)) => false,
         Err(e) => !matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut),
@@ -1131,14 +975,14 @@ impl Outcome {
 }
 
 fn try_vector(server: &Server, bytes: &[u8]) -> Outcome {
-    let mut conn = Conn::open(server.addr);
+    let mut conn = Conn::connect(server.addr);
     let mut all = bytes.to_vec();
-    all.extend_from_slice(get_close(&server.normal).as_bytes());
+    all.extend_from_slice(&get_close(&server.normal));
     let started = Instant::now();
-    let _ = conn.send(&all);
+    let _ = conn.write(&all);
     let mut responses = Vec::new();
     let end = loop {
-        match conn.response() {
+        match conn.next_response(false) {
             Ok(Some(res)) => responses.push(res),
             Ok(None) => break "closed".to_string(),
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break "reset".to_string(),
@@ -1203,7 +1047,7 @@ fn idle_connections(kind: Kind) {
     let opening = Instant::now();
     let mut sockets: Vec<Watched> = (0..CONNECTIONS).map(|_| Watched::new(connect(server.addr))).collect();
     let opened = opening.elapsed();
-    let accepted = wait_until(keep_alive, || server.clients() >= CONNECTIONS);
+    let accepted = until(keep_alive, || server.clients() >= CONNECTIONS);
     assert!(accepted.is_some(), "{}: accepted {} of {CONNECTIONS} connections", server.name(), server.clients());
     let probe = server.check_normal("with 5,000 idle connections");
     let (fds_open, rss_open) = (server.fds(), server.status_kib("VmRSS"));

@@ -21,20 +21,17 @@ use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use clap::{FromArgMatches, Parser};
 use serde_json::Value;
 use testkit::process::{Guard, wait_for_exit};
+use testkit::workspace::root;
 
 const NAMESPACE: &str = "rust-baselines";
 /// The Kubernetes versions whose schemas the manifests must pass: the newest bundled, and an older one still
 /// run by managed clusters (the preStop `sleep` action the servers use is on by default from 1.30).
 const KUBERNETES_VERSIONS: [&str; 2] = ["1.37.0", "1.31.0"];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn k8s_dir() -> PathBuf {
     root().join("deploy/k8s")
@@ -787,29 +784,6 @@ fn metadata_init_container_writes_the_file_the_server_reads() {
     assert!(declared.get("emptyDir").is_some(), "an emptyDir, as the manifest's comment explains");
 }
 
-/// The loadgen binary cargo built next to this test (a test of the e2e package cannot name another package's
-/// binary); a clear failure when it is missing or older than loadgen's sources.
-fn loadgen_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/..");
-    let path = profile_dir.join("loadgen");
-    let rebuild = "build it with `cargo build -p loadgen` (the workspace test command builds it)";
-    let built = std::fs::metadata(&path)
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|e| panic!("{} not found ({e}): {rebuild}", path.display()));
-    let mut newest = SystemTime::UNIX_EPOCH;
-    let mut stack = vec![root().join("crates/loadgen/src"), root().join("crates/loadgen/Cargo.toml")];
-    while let Some(p) = stack.pop() {
-        if p.is_dir() {
-            stack.extend(std::fs::read_dir(&p).expect("loadgen sources").map(|e| e.expect("an entry").path()));
-        } else if let Ok(modified) = std::fs::metadata(&p).and_then(|m| m.modified()) {
-            newest = newest.max(modified);
-        }
-    }
-    assert!(built >= newest, "{} is older than loadgen's sources: {rebuild}", path.display());
-    path
-}
-
 /// The JSON report in a pod's log, found independently of merge-reports.sh's awk: serde parses one value
 /// from the first line that is `{`.
 fn report_in_log(log: &str) -> Value {
@@ -894,7 +868,7 @@ fn merge_reports(work: &Path, status: &str, loadgen: &Path, out: &Path) -> std::
 fn merge_reports_refuses_a_job_with_a_failed_pod() {
     let work = tempfile::tempdir().expect("temp dir");
     let out = work.path().join("out");
-    let run = merge_reports(work.path(), "succeeded: 3\n  failed: 1", &loadgen_binary(), &out);
+    let run = merge_reports(work.path(), "succeeded: 3\n  failed: 1", &testkit::workspace::binary("loadgen"), &out);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success(), "a failed pod must fail the merge");
     assert!(stderr.contains("1 pod(s) of job/loadgen failed"), "says why: {stderr}");
@@ -969,7 +943,7 @@ fn loadgen_job_runs_and_merges_exactly() {
         .collect();
     assert_eq!(replaced, (1, 1), "the Job's args hold the URL and --duration=… once each: {args:?}");
 
-    let loadgen = loadgen_binary();
+    let loadgen = testkit::workspace::binary("loadgen");
     let work = tempfile::tempdir().expect("temp dir");
     let logs = work.path().join("logs");
     std::fs::create_dir_all(&logs).expect("logs dir");

@@ -48,11 +48,11 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use flight::config::Settings;
 use testkit::Redis;
+use testkit::http::{Conn, Response, first_line, request_bytes};
 use testkit::process::{Guard, wait_for_exit};
 
 /// Long enough for the production profile, and not the built-in one.
@@ -135,34 +135,23 @@ fn dist() -> Dist {
 // A raw HTTP/1.1 exchange that keeps the response head's bytes, so a split header is seen as it was sent
 // ------------------------------------------------------------------------------------------------------------
 
+/// A response (testkit's, with its head as received), and what the server sent after it before closing.
 #[derive(Debug)]
 struct Raw {
-    status: u16,
-    /// Header lines as sent, split on CR LF only: a bare CR or LF stays inside its line.
-    lines: Vec<Vec<u8>>,
-    headers: Vec<(String, Vec<u8>)>,
-    body: Vec<u8>,
+    res: Response,
     /// Bytes after the end of the first response (a second, smuggled response would be here).
     trailing: Vec<u8>,
 }
 
+impl std::ops::Deref for Raw {
+    type Target = Response;
+
+    fn deref(&self) -> &Response {
+        &self.res
+    }
+}
+
 impl Raw {
-    fn all(&self, name: &str) -> Vec<&[u8]> {
-        self.headers.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_slice()).collect()
-    }
-
-    fn header(&self, name: &str) -> Option<&[u8]> {
-        self.all(name).first().copied()
-    }
-
-    fn header_text(&self, name: &str) -> Option<String> {
-        self.header(name).map(|v| String::from_utf8_lossy(v).into_owned())
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
     /// The things no response may ever be: a 5xx, a head line with a bare CR or LF or without a colon, a
     /// header name that is not a token, or anything after the response.
     fn problems(&self) -> Vec<String> {
@@ -170,7 +159,7 @@ impl Raw {
         if self.status >= 500 {
             found.push(format!("status {}", self.status));
         }
-        for line in &self.lines {
+        for line in self.head_lines() {
             let shown = String::from_utf8_lossy(line);
             if line.iter().any(|b| *b == b'\r' || *b == b'\n') {
                 found.push(format!("bare CR or LF in head line {shown:?}"));
@@ -197,50 +186,40 @@ fn is_token(b: u8) -> bool {
 
 /// A request with `Host` and `Connection: close`; `target` and header values go out byte for byte.
 fn request(method: &str, target: &[u8], headers: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut raw = Vec::with_capacity(256);
-    raw.extend_from_slice(method.as_bytes());
-    raw.push(b' ');
-    raw.extend_from_slice(target);
-    raw.extend_from_slice(b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
-    for (name, value) in headers {
-        raw.extend_from_slice(name.as_bytes());
-        raw.extend_from_slice(b": ");
-        raw.extend_from_slice(value);
-        raw.extend_from_slice(b"\r\n");
-    }
-    if matches!(method, "POST" | "PUT") {
-        raw.extend_from_slice(b"Content-Length: 0\r\n");
-    }
-    raw.extend_from_slice(b"\r\n");
-    raw
+    request_bytes(method, target, headers, None)
 }
 
-fn first_line(raw: &[u8]) -> String {
-    let end = raw.windows(2).position(|w| w == b"\r\n").unwrap_or(raw.len()).min(300);
-    String::from_utf8_lossy(&raw[..end]).into_owned()
-}
-
-/// Sends the bytes on a new connection and reads until the server closes it.
+/// Sends the bytes on a new connection, reads the response and then everything until the server closes.
 fn exchange(addr: SocketAddr, raw: &[u8]) -> Raw {
     try_exchange(addr, raw).unwrap_or_else(|e| panic!("{:?}: {e}", first_line(raw)))
 }
 
+/// An error of kind `InvalidData` when the server answered with bytes that are no HTTP/1.1 response: a
+/// failure for every caller, unlike a connection closed without an answer.
 fn try_exchange(addr: SocketAddr, raw: &[u8]) -> std::io::Result<Raw> {
-    let mut stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT)?;
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    // The server may answer (431, 400) and close before reading all of it: keep what arrived.
-    let written = stream.write_all(raw);
-    let mut all = Vec::new();
-    let read = stream.read_to_end(&mut all);
-    if all.is_empty() {
-        return Err(read.err().or(written.err()).unwrap_or_else(|| std::io::ErrorKind::UnexpectedEof.into()));
-    }
-    parse(&all, raw.starts_with(b"HEAD "))
+    let mut conn = Conn::open(addr)?;
+    conn.set_timeout(IO_TIMEOUT);
+    // The server may answer (431, 400) and close before reading all of it: the response counts.
+    let written = conn.write(raw);
+    let res = match conn.next_response(raw.starts_with(b"HEAD ")) {
+        Ok(Some(res)) => res,
+        Ok(None) => return Err(written.err().unwrap_or_else(|| std::io::ErrorKind::UnexpectedEof.into())),
+        Err(e) => return Err(e),
+    };
+    Ok(Raw { res, trailing: conn.read_until_close() })
 }
 
-fn invalid(message: String) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, message)
+/// The response to `raw`, or `None` when the server closed without answering; an answer that does not parse
+/// as HTTP/1.1 is recorded as a failure.
+fn answered(failures: &mut Failures, what: &str, addr: SocketAddr, raw: &[u8]) -> Option<Raw> {
+    match try_exchange(addr, raw) {
+        Ok(res) => Some(res),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            failures.push(format!("{what}: an answer that is no HTTP/1.1 response: {e}"));
+            None
+        }
+        Err(_) => None,
+    }
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -249,77 +228,6 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     find(haystack, needle).is_some()
-}
-
-fn split_crlf(mut bytes: &[u8]) -> Vec<Vec<u8>> {
-    let mut lines = Vec::new();
-    while let Some(at) = find(bytes, b"\r\n") {
-        lines.push(bytes[..at].to_vec());
-        bytes = &bytes[at + 2..];
-    }
-    lines.push(bytes.to_vec());
-    lines
-}
-
-fn parse(all: &[u8], head_only: bool) -> std::io::Result<Raw> {
-    let end = find(all, b"\r\n\r\n").ok_or_else(|| invalid(format!("no end of head in {:?}", lossy(all))))?;
-    let mut lines = split_crlf(&all[..end]);
-    let status_line = lines.remove(0);
-    let status = std::str::from_utf8(&status_line)
-        .ok()
-        .filter(|l| l.starts_with("HTTP/1."))
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| invalid(format!("bad status line {:?}", lossy(&status_line))))?;
-    let headers: Vec<(String, Vec<u8>)> = lines
-        .iter()
-        .filter_map(|line| {
-            let colon = line.iter().position(|b| *b == b':')?;
-            let name = String::from_utf8_lossy(&line[..colon]).to_ascii_lowercase();
-            Some((name, line[colon + 1..].trim_ascii().to_vec()))
-        })
-        .collect();
-    let rest = &all[end + 4..];
-    let mut res = Raw { status, lines, headers, body: Vec::new(), trailing: Vec::new() };
-    let chunked = res.header("transfer-encoding").is_some_and(|v| contains(&v.to_ascii_lowercase(), b"chunked"));
-    if head_only || status < 200 || status == 204 || status == 304 {
-        res.trailing = rest.to_vec();
-    } else if chunked {
-        let (body, trailing) = dechunk(rest)?;
-        (res.body, res.trailing) = (body, trailing);
-    } else if let Some(len) = res.header("content-length") {
-        let len: usize = lossy(len).parse().map_err(|_| invalid(format!("bad content-length {:?}", lossy(len))))?;
-        if rest.len() < len {
-            return Err(invalid(format!("body of {} bytes, content-length {len}", rest.len())));
-        }
-        res.body = rest[..len].to_vec();
-        res.trailing = rest[len..].to_vec();
-    } else {
-        res.body = rest.to_vec();
-    }
-    Ok(res)
-}
-
-fn dechunk(mut rest: &[u8]) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
-    let mut body = Vec::new();
-    loop {
-        let at = find(rest, b"\r\n").ok_or_else(|| invalid("chunk size line without CR LF".into()))?;
-        let size_text = lossy(&rest[..at]);
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
-            .map_err(|_| invalid(format!("bad chunk size {size_text:?}")))?;
-        rest = &rest[at + 2..];
-        if size == 0 {
-            // Trailers, then the empty line.
-            let end = find(rest, b"\r\n\r\n").map(|i| i + 4).or_else(|| rest.starts_with(b"\r\n").then_some(2));
-            let end = end.ok_or_else(|| invalid("chunked body without its end".into()))?;
-            return Ok((body, rest[end..].to_vec()));
-        }
-        if rest.len() < size + 2 {
-            return Err(invalid("chunk cut short".into()));
-        }
-        body.extend_from_slice(&rest[..size]);
-        rest = &rest[size + 2..];
-    }
 }
 
 fn lossy(bytes: &[u8]) -> String {
@@ -563,8 +471,8 @@ fn check_list_policy(
     credentials: bool,
 ) -> bool {
     failures.check(what, res);
-    let acao = res.all("access-control-allow-origin");
-    let acac = res.all("access-control-allow-credentials");
+    let acao = res.raw_header_all("access-control-allow-origin");
+    let acac = res.raw_header_all("access-control-allow-credentials");
     if acao.len() > 1 {
         failures.push(format!("{what}: {} allow-origin headers", acao.len()));
     }
@@ -610,11 +518,11 @@ fn run_allowlist_corpus(server: &Server, failures: &mut Failures, mode: &str) ->
             }
             if !preflight
                 && !matches!(res.status, 400 | 431)
-                && !res.all("vary").iter().any(|v| contains(&v.to_ascii_lowercase(), b"origin"))
+                && !res.raw_header_all("vary").iter().any(|v| contains(&v.to_ascii_lowercase(), b"origin"))
             {
                 failures.push(format!("{what}: no Vary: Origin with an allowlist"));
             }
-            hits += usize::from(res.header("x-cache") == Some(b"hit"));
+            hits += usize::from(res.header("x-cache") == Some("hit"));
         }
     }
     // No Origin at all: never an allow header.
@@ -683,7 +591,7 @@ fn cors_wildcard_never_sends_credentials() {
                 failures.check(&what, &res);
                 // `*` on every answer the middleware makes, preflights included; a head the HTTP parser
                 // refuses (400, 431) never reaches it.
-                let acao = res.all("access-control-allow-origin");
+                let acao = res.raw_header_all("access-control-allow-origin");
                 if acao != [b"*"] && !matches!(res.status, 400 | 431) {
                     failures
                         .push(format!("{what}: allow-origin {:?}", acao.iter().map(|v| lossy(v)).collect::<Vec<_>>()));
@@ -696,26 +604,6 @@ fn cors_wildcard_never_sends_credentials() {
     }
     println!("cors wildcard: {total} requests");
     failures.assert_none(&format!("{total} requests"));
-}
-
-/// The flight-rs binary of this workspace (dev profile), built once per test binary.
-fn flight_binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let out = Command::new(cargo)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(["build", "--quiet", "-p", "flight", "--bin", "flight-rs", "--message-format=json"])
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("cargo build runs");
-        assert!(out.status.success(), "cargo build -p flight --bin flight-rs failed");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-            .find_map(|msg| msg["executable"].as_str().filter(|e| e.ends_with("/flight-rs")).map(PathBuf::from))
-            .expect("cargo built flight-rs")
-    })
 }
 
 /// What the documented rule makes of FLIGHT_CORS_ORIGINS: `None` = refused at startup; `Some(None)` = any
@@ -784,7 +672,7 @@ fn cors_edge_configs_exit_64_or_serve_safely() {
         "https://a.example,null",
         "https://a.example,\"https://b.example\"",
     ];
-    let binary = flight_binary();
+    let binary = testkit::workspace::binary("flight-rs");
     let mut failures = Failures::default();
     let (mut refused, mut served, mut probes) = (0, 0, 0);
     for value in values {
@@ -792,7 +680,7 @@ fn cors_edge_configs_exit_64_or_serve_safely() {
             let what = format!("FLIGHT_CORS_ORIGINS={value:?} FLIGHT_CORS_CREDENTIALS={credentials}");
             let expected = documented_policy(value, credentials);
             let mut child = Guard(
-                Command::new(binary)
+                Command::new(&binary)
                     .env_clear()
                     .env("PATH", std::env::var_os("PATH").unwrap_or_default())
                     .env("FLIGHT_HOSTNAME", "127.0.0.1")
@@ -865,9 +753,9 @@ fn cors_edge_configs_exit_64_or_serve_safely() {
                     match &policy {
                         None => {
                             failures.check(&what, &res);
-                            if res.all("access-control-allow-origin") != [b"*"] {
+                            if res.raw_header_all("access-control-allow-origin") != [b"*"] {
                                 let acao: Vec<String> =
-                                    res.all("access-control-allow-origin").into_iter().map(lossy).collect();
+                                    res.raw_header_all("access-control-allow-origin").into_iter().map(lossy).collect();
                                 failures.push(format!("{what}: the `*` policy answered allow-origin {acao:?}"));
                             }
                             if res.header("access-control-allow-credentials").is_some() {
@@ -901,12 +789,12 @@ fn get(server: &Server, path: &str, headers: &[(&str, &[u8])]) -> Raw {
 }
 
 fn x_cache(res: &Raw) -> Option<String> {
-    res.header_text("x-cache")
+    res.header("x-cache").map(str::to_string)
 }
 
 /// The `name=value` of the session cookie a response sets, if any.
 fn session_cookie(res: &Raw) -> Option<String> {
-    res.all("set-cookie")
+    res.raw_header_all("set-cookie")
         .into_iter()
         .map(lossy)
         .find(|c| c.starts_with("flight.sid="))
@@ -1185,13 +1073,13 @@ fn crlf_never_splits_a_response() {
     let mut check = |raw: Vec<u8>, failures: &mut Failures| {
         sent += 1;
         let what = format!("{:?}", lossy(&raw[..raw.len().min(160)]));
-        let Ok(res) = try_exchange(server.addr, &raw) else { return };
+        let Some(res) = answered(failures, &what, server.addr, &raw) else { return };
         failures.check(&what, &res);
-        let head: Vec<u8> = res.lines.concat().to_ascii_lowercase();
+        let head: Vec<u8> = res.head_lines().concat().to_ascii_lowercase();
         if contains(&head, b"injected") {
-            failures.push(format!("{what}: the response head carries the injected text: {:?}", res.lines));
+            failures.push(format!("{what}: the response head carries the injected text: {:?}", res.head_lines()));
         }
-        for cookie in res.all("set-cookie") {
+        for cookie in res.raw_header_all("set-cookie") {
             if !cookie.starts_with(b"flight.sid=") {
                 failures.push(format!("{what}: Set-Cookie {:?}", lossy(cookie)));
             }
@@ -1340,13 +1228,14 @@ fn static_traversal_never_leaves_dist() {
             let accept: &[u8] = if i % 2 == 0 { b"text/html" } else { b"*/*" };
             sent += 1;
             let what = format!("{mode}: {:?} (Accept {})", lossy(target), lossy(accept));
-            let Ok(res) = try_exchange(server.addr, &request("GET", target, &[("Accept", accept)])) else {
+            let request = request("GET", target, &[("Accept", accept)]);
+            let Some(res) = answered(&mut failures, &what, server.addr, &request) else {
                 // A request line the server refuses may just be closed: nothing leaked.
                 no_answer += 1;
                 continue;
             };
             failures.check(&what, &res);
-            let everything = [res.lines.concat(), res.body.clone()].concat();
+            let everything = [res.head_lines().concat(), res.body.clone()].concat();
             for secret in [OUTSIDE_SECRET.as_bytes(), SIBLING_SECRET.as_bytes(), passwd_marker] {
                 if contains(&everything, secret) {
                     failures.push(format!("{what}: ESCAPED, status {} body {:?}", res.status, res.text()));

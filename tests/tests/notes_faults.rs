@@ -51,16 +51,17 @@
 //! the checker could not tell a lost write from a deleted one).
 
 use std::collections::{HashMap, HashSet};
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::io::ErrorKind;
+use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use testkit::http::{Conn, Response, request_bytes};
 use testkit::process::{Guard, wait_for_exit};
+use testkit::wait::until;
 use testkit::{Postgres, Redis};
 
 /// Every client request, connect to last byte: nothing in this file can wait longer than this on scribe-rs.
@@ -76,37 +77,6 @@ const T0: &str = "2026-11-30T05:00:00Z";
 // The scribe-rs binary
 // ------------------------------------------------------------------------------------------------------------
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the workspace root").to_path_buf()
-}
-
-/// The scribe-rs binary cargo built next to this test (a test of the e2e package cannot name another package's
-/// binary); a clear failure when it is missing or older than the sources it is built from.
-fn scribe_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("the test runs from target/<profile>/deps");
-    let path = profile_dir.join("scribe-rs");
-    let rebuild = "build it with `cargo build -p scribe` (the workspace test command builds it)";
-    let built = std::fs::metadata(&path)
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|e| panic!("{} not found ({e}): {rebuild}", path.display()));
-    let root = workspace_root();
-    let mut newest = SystemTime::UNIX_EPOCH;
-    let mut stack: Vec<PathBuf> = ["crates/scribe/src", "crates/serve/src", "crates/bounded-redis/src"]
-        .iter()
-        .map(|dir| root.join(dir))
-        .collect();
-    while let Some(p) = stack.pop() {
-        if p.is_dir() {
-            stack.extend(std::fs::read_dir(&p).expect("a source folder").map(|e| e.expect("a folder entry").path()));
-        } else if let Ok(modified) = std::fs::metadata(&p).and_then(|m| m.modified()) {
-            newest = newest.max(modified);
-        }
-    }
-    assert!(built >= newest, "{} is older than its sources: {rebuild}", path.display());
-    path
-}
-
 /// scribe-rs as a child process on a fixed loopback port, so it can be SIGKILLed and started again on that same
 /// port. Killed when dropped (testkit's Guard), so no test leaves it running.
 struct ScribeProcess {
@@ -121,7 +91,7 @@ impl ScribeProcess {
     /// `extra` overrides or adds SCRIBE_APP_* variables.
     fn start(database_url: &str, redis_port: u16, extra: &[(&str, &str)]) -> ScribeProcess {
         let port = testkit::free_port();
-        let schemas = workspace_root().join("schemas");
+        let schemas = testkit::workspace::root().join("schemas");
         let mut env: Vec<(String, String)> = [
             ("SCRIBE_APP_HOSTNAME", "127.0.0.1".to_string()),
             ("SCRIBE_APP_PORT", port.to_string()),
@@ -156,7 +126,7 @@ impl ScribeProcess {
             .append(true)
             .open(self.dir.path().join("stderr.log"))
             .expect("open scribe-rs's log");
-        let mut command = Command::new(scribe_binary());
+        let mut command = Command::new(testkit::workspace::binary("scribe-rs"));
         command.env_clear().current_dir(self.dir.path()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log);
         for (k, v) in &self.env {
             command.env(k, v);
@@ -192,17 +162,13 @@ impl ScribeProcess {
 // A client with a hard deadline
 // ------------------------------------------------------------------------------------------------------------
 
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    retry_after: bool,
-    body: Vec<u8>,
+/// The body as JSON, `Null` when it is not (a half-started server's answer is judged by its status).
+fn json_or_null(reply: &Response) -> Value {
+    serde_json::from_slice(&reply.body).unwrap_or(Value::Null)
 }
 
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
-    }
+fn retry_after(reply: &Response) -> bool {
+    reply.header("retry-after").is_some()
 }
 
 #[derive(Debug)]
@@ -220,91 +186,34 @@ fn call(
     target: &str,
     body: Option<&str>,
     timeout: Duration,
-) -> Result<Reply, CallError> {
-    let deadline = Instant::now() + timeout;
+) -> Result<Response, CallError> {
     let broken = |what: &str, e: std::io::Error| CallError::Broken(format!("{what}: {e}"));
-    let left = || deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
-    let mut stream = match TcpStream::connect_timeout(&addr, timeout) {
-        Ok(stream) => stream,
+    let mut conn = match Conn::open_within(addr, timeout) {
+        Ok(conn) => conn,
         Err(e) if e.kind() == ErrorKind::ConnectionRefused => return Err(CallError::Refused),
         Err(e) => return Err(broken("connect", e)),
     };
-    let mut request = format!("{method} {target} HTTP/1.1\r\nHost: notes-faults\r\nConnection: close\r\n");
-    if let Some(body) = body {
-        request.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len()));
-    }
-    request.push_str("\r\n");
-    request.push_str(body.unwrap_or_default());
-    stream.set_write_timeout(Some(left())).map_err(|e| broken("set_write_timeout", e))?;
-    stream.write_all(request.as_bytes()).map_err(|e| broken("write", e))?;
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 16 * 1024];
-    loop {
-        if Instant::now() >= deadline {
+    let json: &[(&str, &[u8])] = if body.is_some() { &[("Content-Type", b"application/json")] } else { &[] };
+    conn.write(&request_bytes(method, target.as_bytes(), json, body.map(str::as_bytes)))
+        .map_err(|e| broken("write", e))?;
+    let reply = match conn.next_response(false) {
+        Ok(Some(reply)) => reply,
+        Ok(None) => return Err(CallError::Broken("connection closed before a complete head".into())),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
             return Err(CallError::Broken(format!("no complete answer within {timeout:?}")));
         }
-        stream.set_read_timeout(Some(left())).map_err(|e| broken("set_read_timeout", e))?;
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => raw.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return Err(CallError::Broken(format!("no complete answer within {timeout:?}")));
-            }
-            Err(e) => return Err(broken("read", e)),
-        }
+        Err(e) => return Err(broken("read", e)),
+    };
+    // scribe-rs frames every answer by Content-Length.
+    if let Some(coding) = reply.header("transfer-encoding") {
+        return Err(CallError::Broken(format!("unexpected transfer-encoding {coding:?}")));
     }
-    parse_reply(&raw)
-}
-
-fn parse_reply(raw: &[u8]) -> Result<Reply, CallError> {
-    let cut = |why: String| CallError::Broken(why);
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| cut(format!("connection closed after {} bytes, before a complete head", raw.len())))?;
-    let head = String::from_utf8_lossy(&raw[..end]);
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let status: u16 = status_line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| cut(format!("bad status line {status_line:?}")))?;
-    let (mut retry_after, mut length) = (false, None);
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else { continue };
-        match name.trim().to_ascii_lowercase().as_str() {
-            "retry-after" => retry_after = true,
-            "content-length" => length = value.trim().parse::<usize>().ok(),
-            "transfer-encoding" => return Err(cut(format!("unexpected transfer-encoding {value:?}"))),
-            _ => {}
-        }
-    }
-    let body = raw[end + 4..].to_vec();
-    if length.is_some_and(|len| len != body.len()) {
-        return Err(cut(format!("body cut short: {} of {length:?} bytes", body.len())));
-    }
-    Ok(Reply { status, retry_after, body })
+    Ok(reply)
 }
 
 /// GET /healthz: (status, body).
 fn health(addr: SocketAddr) -> Option<(u16, Value)> {
-    call(addr, "GET", "/healthz", None, CLIENT_TIMEOUT).ok().map(|r| (r.status, r.json()))
-}
-
-/// Calls `f` every 50 ms until it is true or `within` passes: how long it took, or `None`.
-fn poll_until(within: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
-    let start = Instant::now();
-    loop {
-        if f() {
-            return Some(start.elapsed());
-        }
-        if start.elapsed() >= within {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    call(addr, "GET", "/healthz", None, CLIENT_TIMEOUT).ok().map(|r| (r.status, json_or_null(&r)))
 }
 
 fn sleep_until(at: Instant) {
@@ -472,14 +381,16 @@ fn client_loop(addr: SocketAddr, client: usize, fresh: bool, stop: &AtomicBool, 
         let completed = Instant::now();
         let (status, retry_after, outcome) = match result {
             Ok(reply) if (200..300).contains(&reply.status) => {
-                let answer = reply.json();
+                let answer = json_or_null(&reply);
                 let answer = if kind.is_write() { answer.get(0).cloned().unwrap_or(answer) } else { answer };
-                (Some(reply.status), reply.retry_after, Outcome::Acked(answer))
+                (Some(reply.status), retry_after(&reply), Outcome::Acked(answer))
             }
-            Ok(reply) if (400..500).contains(&reply.status) => (Some(reply.status), reply.retry_after, Outcome::Failed),
+            Ok(reply) if (400..500).contains(&reply.status) => {
+                (Some(reply.status), retry_after(&reply), Outcome::Failed)
+            }
             Ok(reply) => (
                 Some(reply.status),
-                reply.retry_after,
+                retry_after(&reply),
                 Outcome::Unknown(format!("status {} {}", reply.status, String::from_utf8_lossy(&reply.body))),
             ),
             Err(CallError::Refused) => (None, false, Outcome::NotSent),
@@ -549,7 +460,7 @@ fn check_history(addr: SocketAddr, pg: &Postgres, db: &str, ops: &[Op]) -> Tally
         let reply = call(addr, "GET", target, None, Duration::from_secs(30))
             .unwrap_or_else(|e| panic!("GET {target} after recovery: {e:?}"));
         assert_eq!(reply.status, 200, "GET {target} after recovery: {}", String::from_utf8_lossy(&reply.body));
-        reply.json()
+        json_or_null(&reply)
     };
     let mut problems: Vec<String> = Vec::new();
     let rows = read("/notes/all");
@@ -705,7 +616,7 @@ fn check_history(addr: SocketAddr, pg: &Postgres, db: &str, ops: &[Op]) -> Tally
 
 /// Waits until /healthz is 200 again (both dependencies ok).
 fn wait_healthy(scribe: &ScribeProcess, within: Duration) -> Duration {
-    poll_until(within, || health(scribe.addr).is_some_and(|(status, _)| status == 200)).unwrap_or_else(|| {
+    until(within, || health(scribe.addr).is_some_and(|(status, _)| status == 200)).unwrap_or_else(|| {
         panic!("/healthz not 200 within {within:?}: {:?}; {}", health(scribe.addr), scribe.log_tail())
     })
 }
@@ -742,7 +653,7 @@ fn postgres_crash_loses_no_acknowledged_write() {
         let stop_began = Instant::now();
         pg.stop_immediate();
         let down_at = Instant::now();
-        let named_after = poll_until(Duration::from_secs(2), || named(scribe.addr, "postgres", "unavailable"))
+        let named_after = until(Duration::from_secs(2), || named(scribe.addr, "postgres", "unavailable"))
             .unwrap_or_else(|| {
                 panic!("/healthz did not name postgres within 2 s of the crash: {:?}", health(scribe.addr))
             });
@@ -857,7 +768,7 @@ fn notes_crud_keeps_answering_when_redis_dies_or_freezes() {
         std::thread::sleep(Duration::from_millis(1500));
         let killed_at = Instant::now();
         redis.kill();
-        let kill_named = poll_until(Duration::from_secs(2), || named(addr, "redis", "unavailable"))
+        let kill_named = until(Duration::from_secs(2), || named(addr, "redis", "unavailable"))
             .unwrap_or_else(|| panic!("/healthz did not name redis within 2 s of its death: {:?}", health(addr)));
         sleep_until(killed_at + Duration::from_millis(2500));
         let restarted_at = Instant::now();
@@ -866,7 +777,7 @@ fn notes_crud_keeps_answering_when_redis_dies_or_freezes() {
         std::thread::sleep(Duration::from_secs(1));
         let frozen_at = Instant::now();
         redis.freeze();
-        let freeze_named = poll_until(Duration::from_secs(2), || named(addr, "redis", "unavailable"))
+        let freeze_named = until(Duration::from_secs(2), || named(addr, "redis", "unavailable"))
             .unwrap_or_else(|| panic!("/healthz did not name redis within 2 s of its freeze: {:?}", health(addr)));
         sleep_until(frozen_at + Duration::from_millis(2500));
         let thawed_at = Instant::now();
@@ -975,7 +886,7 @@ fn pool_exhaustion_answers_503_and_recovers_without_leaks() {
             .spawn()
             .expect("start psql holding the lock"),
     );
-    let locked = poll_until(Duration::from_secs(5), || {
+    let locked = until(Duration::from_secs(5), || {
         pg.psql(
             db,
             "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
@@ -986,7 +897,7 @@ fn pool_exhaustion_answers_503_and_recovers_without_leaks() {
     let locked_at = Instant::now();
 
     // 8 clients for 2.5 s: every request either waits for a pooled connection or blocks on the lock.
-    let answers: Vec<(String, Result<Reply, CallError>, Duration)> = std::thread::scope(|scope| {
+    let answers: Vec<(String, Result<Response, CallError>, Duration)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..8)
             .map(|client| {
                 scope.spawn(move || {
@@ -1013,7 +924,7 @@ fn pool_exhaustion_answers_503_and_recovers_without_leaks() {
     assert!(locked_at.elapsed() < Duration::from_secs(LOCK_SECS), "the lock was released before the checks");
     let slowest = answers.iter().map(|(_, _, took)| *took).max().unwrap_or_default();
     for (what, result, took) in &answers {
-        let fine = matches!(result, Ok(reply) if reply.status == 503 && reply.retry_after);
+        let fine = matches!(result, Ok(reply) if reply.status == 503 && retry_after(reply));
         assert!(
             fine && *took < Duration::from_millis(2000),
             "with the pool exhausted {what} must answer 503 + Retry-After within 2 s: {:?} in {} ms; {}",
@@ -1025,11 +936,9 @@ fn pool_exhaustion_answers_503_and_recovers_without_leaks() {
 
     let exited = wait_for_exit(&mut holder.0, Duration::from_secs(LOCK_SECS + 10)).expect("psql releases the lock");
     assert!(exited.success(), "the psql holding the lock failed: {exited:?}");
-    let recovered = poll_until(
-        Duration::from_secs(5),
-        || matches!(send("GET", "/notes/1", None).0, Ok(reply) if reply.status == 200),
-    )
-    .unwrap_or_else(|| panic!("no 200 within 5 s of the lock's release; {}", scribe.log_tail()));
+    let recovered =
+        until(Duration::from_secs(5), || matches!(send("GET", "/notes/1", None).0, Ok(reply) if reply.status == 200))
+            .unwrap_or_else(|| panic!("no 200 within 5 s of the lock's release; {}", scribe.log_tail()));
     // Full recovery: a burst of every kind of request, all 2xx and prompt.
     for i in 0..20 {
         let token = format!("nf-after-{i}");

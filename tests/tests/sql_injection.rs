@@ -50,7 +50,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use testkit::http::{Res, enc, send_raw};
+use testkit::http::{Response, enc, request_bytes, send_raw};
 use testkit::{Postgres, Redis};
 
 const SCHEMAS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas");
@@ -148,24 +148,14 @@ fn envelope(data: &Value, by: impl Into<Value>) -> Vec<u8> {
 }
 
 /// One request, byte for byte (a body goes with any method, GET included, as scribe-rs reads one).
-fn raw(addr: SocketAddr, method: &str, target: &[u8], headers: &[(&str, &[u8])], body: Option<&[u8]>) -> Res {
-    let mut bytes = format!("{method} ").into_bytes();
-    bytes.extend_from_slice(target);
-    bytes.extend_from_slice(b" HTTP/1.1\r\nHost: test\r\nConnection: close\r\n");
-    for (name, value) in headers {
-        bytes.extend_from_slice(format!("{name}: ").as_bytes());
-        bytes.extend_from_slice(value);
-        bytes.extend_from_slice(b"\r\n");
+fn raw(addr: SocketAddr, method: &str, target: &[u8], headers: &[(&str, &[u8])], body: Option<&[u8]>) -> Response {
+    let body = body.filter(|b| !b.is_empty());
+    let mut fields = headers.to_vec();
+    if body.is_some() || matches!(method, "POST" | "PUT") {
+        fields.push(("Content-Type", b"application/json"));
     }
-    let body = body.unwrap_or_default();
-    if !body.is_empty() || matches!(method, "POST" | "PUT") {
-        bytes.extend_from_slice(
-            format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len()).as_bytes(),
-        );
-    }
-    bytes.extend_from_slice(b"\r\n");
-    bytes.extend_from_slice(body);
-    send_raw(addr, &bytes).unwrap_or_else(|e| panic!("{method} {}: {e}", String::from_utf8_lossy(target)))
+    send_raw(addr, &request_bytes(method, target, &fields, body))
+        .unwrap_or_else(|e| panic!("{method} {}: {e}", String::from_utf8_lossy(target)))
 }
 
 // ------------------------------------------------------------------------------------------------------------
@@ -603,7 +593,13 @@ struct Runner {
 }
 
 impl Runner {
-    fn send(&mut self, method: &str, target: &str, headers: &[(&str, &[u8])], body: Option<&[u8]>) -> (Res, String) {
+    fn send(
+        &mut self,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &[u8])],
+        body: Option<&[u8]>,
+    ) -> (Response, String) {
         let what = format!(
             "{method} {target}{}",
             body.map(|b| format!(" {}", String::from_utf8_lossy(b))).unwrap_or_default()
@@ -636,7 +632,7 @@ impl Runner {
         (res, what)
     }
 
-    fn expect(&mut self, method: &str, target: &str, body: Option<&[u8]>, expect: &Expect) -> Res {
+    fn expect(&mut self, method: &str, target: &str, body: Option<&[u8]>, expect: &Expect) -> Response {
         let (res, what) = self.send(method, target, &[], body);
         if let Err(why) = matches(&res, expect) {
             self.failures.push(format!("{what}: expected {expect:?}, {why}"));
@@ -649,7 +645,7 @@ fn ids_of(rows: &Value) -> Option<Vec<i64>> {
     rows.as_array()?.iter().map(|r| r.get("id").and_then(Value::as_i64)).collect()
 }
 
-fn matches(res: &Res, expect: &Expect) -> Result<(), String> {
+fn matches(res: &Response, expect: &Expect) -> Result<(), String> {
     let got = || format!("got {} {}", res.status, res.text().chars().take(300).collect::<String>());
     let json = || serde_json::from_slice::<Value>(&res.body).map_err(|_| got());
     match expect {

@@ -8,11 +8,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use testkit::process::{Guard, wait_for_exit};
 
-const BIN: &str = env!("CARGO_BIN_EXE_flight-rs");
-
 /// The binary with a clean environment: no FLIGHT_* from the developer's shell leaks in.
 fn flight(env: &[(&str, &str)], args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(testkit::workspace::binary("flight-rs"));
     cmd.env_clear().env("RUST_LOG", "warn").args(args);
     for (k, v) in env {
         cmd.env(k, v);
@@ -121,7 +119,7 @@ fn sigterm(child: &Child) {
 #[test]
 fn serves_then_stops_on_sigterm() {
     let (mut child, addr) = spawn_listening();
-    let res = common::get(addr, "/api/hello", &[]);
+    let res = testkit::http::get(addr, "/api/hello");
     assert_eq!(res.status, 200);
     assert_eq!(res.text(), r#"{"message":"Hello from Flight!"}"#);
 
@@ -134,7 +132,7 @@ fn serves_then_stops_on_sigterm() {
     let exited = wait_for_exit(&mut child.0, Duration::from_secs(2)).expect("flight-rs exits within 2 s of SIGTERM");
     assert_eq!(exited.code(), Some(0), "{exited:?}");
     // The port is released.
-    assert!(common::try_send(addr, &common::raw_request("GET", "/api/hello", &[]), false).is_err());
+    assert!(testkit::http::try_request(addr, "GET", "/api/hello", &[], None).is_err());
 }
 
 /// A supervisor may stop the server as soon as it has announced itself. main.rs prints the listening line

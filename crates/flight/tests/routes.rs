@@ -10,7 +10,8 @@ use flight::config::{ConfigError, Origins, Profile};
 use flight::routes::{Fragment, RouteTable};
 use serve::Reply;
 
-use common::{Conn, settings, start, start_with_limits};
+use common::{int_header, settings, start, start_with_limits};
+use testkit::http::Conn;
 
 const HELLO: &str = r#"{"message":"Hello from Flight!"}"#;
 
@@ -31,10 +32,10 @@ fn head_hello_has_no_body() {
     let mut conn = Conn::open(server.addr).expect("connect");
     // Keep-alive: if HEAD wrongly carried a body, the next response would be garbage.
     let head = b"HEAD /api/hello HTTP/1.1\r\nHost: x\r\n\r\n";
-    let res = conn.send(head, true).expect("HEAD response");
+    conn.send(head);
+    let res = conn.read_head_response().expect("HEAD response");
     assert_eq!(res.status, 200);
-    let res =
-        conn.send(b"GET /api/hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", false).expect("GET after HEAD");
+    let res = conn.request(b"GET /api/hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert_eq!(res.status, 200);
     assert_eq!(res.text(), HELLO);
 }
@@ -112,7 +113,7 @@ fn bare_profile_has_no_edge_headers() {
     let res = server.get("/api/hello", &[("Origin", "https://a.example"), ("Accept-Encoding", "gzip")]);
     assert_eq!(res.status, 200);
     for name in SECURITY.iter().chain(&["access-control-allow-origin", "ratelimit-limit", "content-security-policy"]) {
-        assert!(!res.has(name), "bare sent {name}: {:?}", res.headers);
+        assert!(!res.header(name).is_some(), "bare sent {name}: {:?}", res.headers);
     }
 }
 
@@ -122,9 +123,9 @@ fn default_profile_has_security_headers_but_no_rate_limit() {
     let res = server.get("/api/hello", &[]);
     assert_eq!(res.header("x-content-type-options"), Some("nosniff"));
     assert_eq!(res.header("x-frame-options"), Some("DENY"));
-    assert!(res.has("referrer-policy"));
+    assert!(res.header("referrer-policy").is_some());
     for name in ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", "x-cache", "set-cookie"] {
-        assert!(!res.has(name), "default sent {name}");
+        assert!(!res.header(name).is_some(), "default sent {name}");
     }
 }
 
@@ -134,9 +135,9 @@ fn production_profile_adds_rate_limit_headers() {
     let res = server.get("/api/hello", &[]);
     assert_eq!(res.status, 200);
     for name in SECURITY.iter().chain(&["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"]) {
-        assert!(res.has(name), "production lacks {name}: {:?}", res.headers);
+        assert!(res.header(name).is_some(), "production lacks {name}: {:?}", res.headers);
     }
-    assert_eq!(res.int_header("ratelimit-limit"), 1200);
+    assert_eq!(int_header(&res, "ratelimit-limit"), 1200);
 }
 
 #[test]
@@ -150,7 +151,7 @@ fn csp_on_html_not_on_json() {
     assert!(html.header("content-type").is_some_and(|v| v.starts_with("text/html")));
     assert!(html.header("content-security-policy").is_some_and(|v| v.contains("default-src")), "{:?}", html.headers);
     let json = server.get("/api/hello", &[]);
-    assert!(!json.has("content-security-policy"));
+    assert!(!json.header("content-security-policy").is_some());
 }
 
 // ---- CORS ----
@@ -160,7 +161,7 @@ fn cors_wildcard_allows_any_origin() {
     let server = start(settings(Profile::Default));
     let res = server.get("/api/hello", &[("Origin", "https://whoever.example")]);
     assert_eq!(res.header("access-control-allow-origin"), Some("*"));
-    assert!(!res.has("access-control-allow-credentials"));
+    assert!(!res.header("access-control-allow-credentials").is_some());
 }
 
 fn list_server() -> common::TestServer {
@@ -179,7 +180,7 @@ fn cors_list_echoes_allowed_origin_and_varies() {
 
     let res = server.get("/api/hello", &[("Origin", "https://evil.example")]);
     assert_eq!(res.status, 200);
-    assert!(!res.has("access-control-allow-origin"), "{:?}", res.headers);
+    assert!(!res.header("access-control-allow-origin").is_some(), "{:?}", res.headers);
     assert!(res.header_has_token("vary", "Origin"));
 }
 
@@ -202,12 +203,12 @@ fn cors_preflight_allowed_and_refused() {
     assert_eq!(res.header("access-control-allow-origin"), Some("https://a.example"));
     assert!(res.header("access-control-allow-methods").is_some_and(|v| v.contains("GET")));
     assert!(res.header("access-control-allow-headers").is_some_and(|v| v.contains("x-token")));
-    assert!(res.int_header("access-control-max-age") > 0);
+    assert!(int_header(&res, "access-control-max-age") > 0);
 
     let res = preflight("https://evil.example");
     assert_eq!(res.status, 204);
     for name in ["access-control-allow-origin", "access-control-allow-methods", "access-control-allow-headers"] {
-        assert!(!res.has(name), "refused preflight sent {name}");
+        assert!(!res.header(name).is_some(), "refused preflight sent {name}");
     }
 }
 
@@ -264,8 +265,8 @@ fn production_needs_its_own_secret() {
 fn oversized_headers_get_431() {
     let server = start(settings(Profile::Default));
     let big = "a".repeat(20 * 1024);
-    let raw = common::raw_request("GET", "/api/hello", &[("X-Big", &big)]);
-    let res = common::try_send(server.addr, &raw, false).expect("a 431 response, not a bare close");
+    let res = testkit::http::try_request(server.addr, "GET", "/api/hello", &[("X-Big", &big)], None)
+        .expect("a 431 response, not a bare close");
     assert_eq!(res.status, 431);
     assert_eq!(server.get("/api/hello", &[]).status, 200);
 }
@@ -274,7 +275,7 @@ fn oversized_headers_get_431() {
 fn malformed_request_gets_400() {
     let server = start(settings(Profile::Default));
     let raw = b"GET /api/hello HTTP/1.1\r\nHost: x\r\nNot a header line\r\n\r\n";
-    let res = common::try_send(server.addr, raw, false).expect("a 400 response, not a bare close");
+    let res = testkit::http::send_raw(server.addr, raw).expect("a 400 response, not a bare close");
     assert_eq!(res.status, 400);
 }
 
@@ -314,8 +315,7 @@ fn slow_header_is_cut_while_others_are_served() {
 #[test]
 fn declared_oversized_body_gets_413_before_it_is_sent() {
     let server = start(settings(Profile::Default));
-    let raw = common::raw_request("POST", "/api/hello", &[("Content-Length", "2000000")]);
-    let res = common::send(server.addr, &raw, false);
+    let res = testkit::http::request(server.addr, "POST", "/api/hello", &[("Content-Length", "2000000")], None);
     assert_eq!(res.status, 413);
     assert!(res.json()["error"].is_string());
     assert!(res.header_has_token("connection", "close"));
@@ -329,9 +329,9 @@ fn pipelined_requests_are_answered_in_order() {
         b"GET /api/hello HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n",
     )
     .expect("write");
-    let first = conn.read_response(false).expect("first");
-    let second = conn.read_response(false).expect("second");
-    let third = conn.read_response(false).expect("third");
+    let first = conn.read_response().expect("first");
+    let second = conn.read_response().expect("second");
+    let third = conn.read_response().expect("third");
     assert_eq!((first.status, second.status, third.status), (200, 200, 404));
     assert_eq!(first.text(), HELLO);
     assert_eq!(second.json()["status"], "ok");

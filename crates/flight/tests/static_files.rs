@@ -4,7 +4,9 @@ mod common;
 
 use flight::config::Profile;
 
-use common::{APP_JS, APP_JS_BR, APP_JS_GZ, Dist, INDEX_HTML, SECRET_FILE_CONTENT, TestServer, settings, start};
+use common::{
+    APP_JS, APP_JS_BR, APP_JS_GZ, Dist, INDEX_HTML, SECRET_FILE_CONTENT, TestServer, int_header, settings, start,
+};
 
 fn serve(profile: Profile) -> (Dist, TestServer) {
     let dist = common::dist();
@@ -117,7 +119,7 @@ fn traversal_never_reaches_outside_dist() {
         for accept in ["*/*", "text/html"] {
             let raw = format!("GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\nConnection: close\r\n\r\n");
             // A refused request line may also just close the connection.
-            let Ok(res) = common::try_send(server.addr, raw.as_bytes(), false) else { continue };
+            let Ok(res) = testkit::http::send_raw(server.addr, raw.as_bytes()) else { continue };
             assert!(!res.text().contains(SECRET_FILE_CONTENT), "{path} leaked the secret (status {})", res.status);
             assert!(res.status != 200 || accept == "text/html", "{path} answered 200 to a non-page request");
             if res.status == 200 {
@@ -127,7 +129,7 @@ fn traversal_never_reaches_outside_dist() {
     }
     // An absolute-form target cannot leave the folder either.
     let raw = b"GET http://x/../secret.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    if let Ok(res) = common::try_send(server.addr, raw, false) {
+    if let Ok(res) = testkit::http::send_raw(server.addr, raw) {
         assert!(!res.text().contains(SECRET_FILE_CONTENT));
     }
 }
@@ -158,7 +160,7 @@ fn only_get_and_head_reach_files() {
     let (_dist, server) = serve(Profile::Default);
     let head = server.request("HEAD", "/assets/app.js", &[]);
     assert_eq!(head.status, 200);
-    assert_eq!(head.int_header("content-length"), APP_JS.len() as u64);
+    assert_eq!(int_header(&head, "content-length"), APP_JS.len() as u64);
     let post = server.request("POST", "/assets/app.js", &[]);
     assert_eq!(post.status, 404);
 }

@@ -11,10 +11,8 @@ use std::time::Duration;
 use common::{Dataset, assert_json, body, postgres_body};
 use testkit::process::{Guard, wait_for_exit};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ladder-rs");
-
 fn ladder(env: &[(&str, &str)], args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(testkit::workspace::binary("ladder-rs"));
     cmd.env_clear().env("RUST_LOG", "warn").args(args).stdin(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);

@@ -6,12 +6,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Dataset, Res, TestServer, assert_json, body, eventually, postgres_body, settings, sqlite_body};
+use common::{Dataset, Response, TestServer, assert_json, body, postgres_body, settings, sqlite_body};
 use testkit::Postgres;
+use testkit::wait::eventually;
 
 const UNAVAILABLE: &str = r#"{"error":"database unavailable"}"#;
 
-fn assert_unavailable(res: &Res, what: &str) {
+fn assert_unavailable(res: &Response, what: &str) {
     assert_json(res, 503, UNAVAILABLE, what);
     assert_eq!(res.header("retry-after"), Some("1"), "{what}: Retry-After");
 }

@@ -13,14 +13,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{ABSENT_ID, Dataset, EDGE_ROWS, MALFORMED_ID, Res, body, eventually, request, send_raw};
+use common::{ABSENT_ID, Dataset, EDGE_ROWS, MALFORMED_ID, Response, body, request, send_raw};
 use serde_json::json;
 use testkit::process::{Guard, wait_for_exit};
-
-const BIN: &str = env!("CARGO_BIN_EXE_ladder-rs");
+use testkit::wait::eventually;
 
 fn peers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/peers")
+    testkit::workspace::root().join("bench/peers")
 }
 
 fn bun() -> PathBuf {
@@ -55,7 +54,7 @@ fn start(name: &'static str, db: &Path, database_url: &str) -> Runtime {
     let port = testkit::free_port();
     let script = |file: &str| peers_dir().join("ladder").join(file);
     let mut cmd = match name {
-        "rust" => Command::new(BIN),
+        "rust" => Command::new(testkit::workspace::binary("ladder-rs")),
         "bun" => {
             let mut c = Command::new(bun());
             c.arg("run").arg(script("server-bun.ts"));
@@ -116,12 +115,12 @@ fn status_only(target: &'static str, body: &[u8]) -> Probe {
     Probe { method: "POST", target, body: Some(body.to_vec()), exact: false }
 }
 
-fn send(addr: SocketAddr, p: &Probe) -> Res {
+fn send(addr: SocketAddr, p: &Probe) -> Response {
     request(addr, p.method, p.target, &[], p.body.as_deref())
 }
 
 /// What must be equal across runtimes.
-fn view(res: &Res, exact: bool) -> (u16, Option<String>, Option<String>, Option<String>, Option<String>) {
+fn view(res: &Response, exact: bool) -> (u16, Option<String>, Option<String>, Option<String>, Option<String>) {
     let header = |name: &str| res.header(name).map(str::to_string);
     let body = exact.then(|| res.text());
     (res.status, header("content-type"), header("allow"), header("retry-after"), body)

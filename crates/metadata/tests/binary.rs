@@ -11,10 +11,8 @@ use std::time::Duration;
 use common::Dataset;
 use testkit::process::{Guard, wait_for_exit};
 
-const BIN: &str = env!("CARGO_BIN_EXE_metadata-rs");
-
 fn metadata(env: &[(&str, &str)], args: &[&str], cwd: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(testkit::workspace::binary("metadata-rs"));
     cmd.env_clear().env("RUST_LOG", "warn").current_dir(cwd).args(args).stdin(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);

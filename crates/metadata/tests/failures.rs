@@ -14,7 +14,7 @@ fn first_id(data: &Dataset) -> String {
     data.open_rw().query_row("SELECT id FROM videos LIMIT 1", [], |r| r.get(0)).expect("an id")
 }
 
-fn assert_unavailable(res: &testkit::http::Res, what: &str) {
+fn assert_unavailable(res: &testkit::http::Response, what: &str) {
     assert_json(res, 503, UNAVAILABLE, what);
     assert_eq!(res.header("retry-after"), Some("1"), "{what}: Retry-After");
 }

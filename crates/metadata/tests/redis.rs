@@ -16,18 +16,6 @@ fn cached(conn: &mut redis::Connection, key: &str) -> Option<Vec<u8>> {
     redis::cmd("GET").arg(key).query(conn).expect("GET")
 }
 
-/// Polls for `f` to be true, at most `within`.
-fn eventually(within: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
 fn present_id(data: &Dataset) -> String {
     data.open_rw().query_row("SELECT id FROM videos LIMIT 1", [], |r| r.get(0)).expect("an id")
 }
@@ -43,7 +31,10 @@ fn responses_are_cached_per_id_and_region_with_a_ttl() {
     let first = server.get(&format!("/v1/metadata/{id}?region=ja"));
     assert_eq!(first.status, 200);
     let key = format!("metadata:v1:ja:{id}");
-    assert!(eventually(Duration::from_secs(5), || cached(&mut conn, &key).is_some()), "the body lands in Redis");
+    assert!(
+        testkit::wait::until(Duration::from_secs(5), || cached(&mut conn, &key).is_some()).is_some(),
+        "the body lands in Redis"
+    );
     assert_eq!(cached(&mut conn, &key).as_deref(), Some(first.body.as_slice()), "the rendered body is cached");
     let ttl: i64 = redis::cmd("TTL").arg(&key).query(&mut conn).expect("TTL");
     assert!((1..=60).contains(&ttl), "a TTL is set: {ttl}");
@@ -85,10 +76,11 @@ fn redis_killed_then_restarted() {
     let mut conn = redis_conn(&redis);
     let key = format!("metadata:v1:en:{id}");
     assert!(
-        eventually(Duration::from_secs(10), || {
+        testkit::wait::until(Duration::from_secs(10), || {
             server.get(&path);
             cached(&mut conn, &key).is_some()
-        }),
+        })
+        .is_some(),
         "caching resumes after Redis returns"
     );
     assert_eq!(server.get("/healthz").status, 200);
@@ -114,7 +106,8 @@ fn redis_frozen_does_not_hang_requests() {
     assert_json(&health, 200, r#"{"status":"ok","sqlite":"ok","redis":"down"}"#, "healthz, Redis frozen");
     redis.thaw();
     assert!(
-        eventually(Duration::from_secs(10), || server.get("/healthz").text().contains(r#""redis":"ok""#)),
+        testkit::wait::until(Duration::from_secs(10), || server.get("/healthz").text().contains(r#""redis":"ok""#))
+            .is_some(),
         "healthz sees Redis again"
     );
 }

@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 fn probe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_probe")).args(args).output().expect("the probe binary runs")
+    Command::new(testkit::workspace::binary("probe")).args(args).output().expect("the probe binary runs")
 }
 
 fn stderr(out: &Output) -> String {

@@ -14,11 +14,9 @@ use serde_json::json;
 use testkit::Redis;
 use testkit::process::{Guard, wait_for_exit};
 
-const BIN: &str = env!("CARGO_BIN_EXE_scribe-rs");
-
 /// The binary with a clean environment (nothing from the developer's shell leaks in), run in `cwd`.
 fn scribe(env: &[(&str, &str)], args: &[&str], cwd: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(testkit::workspace::binary("scribe-rs"));
     cmd.env_clear().env("RUST_LOG", "warn").current_dir(cwd).args(args);
     for (k, v) in env {
         cmd.env(k, v);

@@ -5,11 +5,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{App, JsonRes, Res, Stack, eventually, ids, record};
+use common::{App, JsonRes, Response, Stack, ids, record};
 use serde_json::json;
+use testkit::wait::eventually;
 use testkit::{Postgres, Redis};
 
-fn health(addr: std::net::SocketAddr) -> Res {
+fn health(addr: std::net::SocketAddr) -> Response {
     common::get(addr, "/healthz")
 }
 

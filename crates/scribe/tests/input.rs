@@ -9,7 +9,7 @@ use common::{JsonRes, Stack, ids, record};
 use serde_json::{Value, json};
 
 /// Every answer to a bad request is a 4xx JSON `{"error": …}`.
-fn assert_client_error(res: &common::Res, status: u16, what: &str) -> Value {
+fn assert_client_error(res: &common::Response, status: u16, what: &str) -> Value {
     res.expect_status(status, what);
     let body = res.json();
     assert!(body["error"].is_string(), "{what}: {body}");

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{Client, get, hello, start, test_limits};
+use common::{get, hello, start, test_limits};
 use http::StatusCode;
 use http_body_util::{BodyExt, LengthLimitError};
 use serve::{Request, Response, Server};
+use testkit::http::Conn;
 use tower::service_fn;
 
 const BODY_LIMIT: u64 = 1024;
@@ -20,7 +21,7 @@ fn oversized_request_head_gets_431() {
     let server = start(test_limits(), || service_fn(hello));
     let big = "a".repeat(20 * 1024);
     let res =
-        Client::connect(server.local_addr()).request(format!("GET / HTTP/1.1\r\nHost: test\r\nX-Big: {big}\r\n\r\n"));
+        Conn::connect(server.local_addr()).request(format!("GET / HTTP/1.1\r\nHost: test\r\nX-Big: {big}\r\n\r\n"));
     assert_eq!(res.status, 431);
 }
 
@@ -28,7 +29,7 @@ fn oversized_request_head_gets_431() {
 fn many_headers_over_the_byte_limit_get_431() {
     let server = start(test_limits(), || service_fn(hello));
     let headers: String = (0..200).map(|i| format!("X-Header-{i}: {}\r\n", "v".repeat(64))).collect();
-    let res = Client::connect(server.local_addr()).request(format!("GET / HTTP/1.1\r\nHost: test\r\n{headers}\r\n"));
+    let res = Conn::connect(server.local_addr()).request(format!("GET / HTTP/1.1\r\nHost: test\r\n{headers}\r\n"));
     assert_eq!(res.status, 431);
 }
 
@@ -36,7 +37,7 @@ fn many_headers_over_the_byte_limit_get_431() {
 fn long_uri_gets_414_or_431() {
     let server = start(test_limits(), || service_fn(hello));
     let path = format!("/{}", "a".repeat(20 * 1024));
-    let res = Client::connect(server.local_addr()).request(get(&path));
+    let res = Conn::connect(server.local_addr()).request(get(&path));
     assert!(matches!(res.status, 414 | 431), "status {}", res.status);
 }
 
@@ -44,8 +45,8 @@ fn long_uri_gets_414_or_431() {
 fn head_under_the_limit_is_served() {
     let server = start(test_limits(), || service_fn(hello));
     let value = "a".repeat(6 * 1024);
-    let res = Client::connect(server.local_addr())
-        .request(format!("GET /ok HTTP/1.1\r\nHost: test\r\nX-Big: {value}\r\n\r\n"));
+    let res =
+        Conn::connect(server.local_addr()).request(format!("GET /ok HTTP/1.1\r\nHost: test\r\nX-Big: {value}\r\n\r\n"));
     assert_eq!(res.status, 200);
     assert_eq!(res.json()["path"], "/ok");
 }
@@ -78,7 +79,7 @@ fn echo_server() -> (Server, Arc<AtomicUsize>) {
     (server, calls)
 }
 
-fn assert_413_json(res: &common::RawResponse) {
+fn assert_413_json(res: &testkit::http::Response) {
     assert_eq!(res.status, 413);
     assert_eq!(res.header("content-type"), Some("application/json"));
     let message = res.json()["error"].as_str().expect("{\"error\": string}").to_string();
@@ -88,7 +89,7 @@ fn assert_413_json(res: &common::RawResponse) {
 #[test]
 fn declared_body_over_limit_gets_413_without_reading_it() {
     let (server, calls) = echo_server();
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     // Only the head: if the server waited for the body, this read would time out.
     client.send("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 1000000\r\n\r\n");
     let res = client.read_response().expect("413 arrives without the body being sent");
@@ -102,7 +103,7 @@ fn declared_body_over_limit_gets_413_without_reading_it() {
 fn declared_body_over_limit_gets_413_when_body_bytes_arrive_with_the_head() {
     // What clients without `Expect: 100-continue` do: the head and the start of the body in one write.
     let (server, calls) = echo_server();
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     let start_of_body = "x".repeat(2048);
     client.send(format!("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 1000000\r\n\r\n{start_of_body}"));
     let res = client.read_response().expect("413 arrives");
@@ -113,7 +114,7 @@ fn declared_body_over_limit_gets_413_when_body_bytes_arrive_with_the_head() {
 #[test]
 fn chunked_body_over_limit_fails_in_the_handler_with_413() {
     let (server, calls) = echo_server();
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     let chunk = format!("200\r\n{}\r\n", "a".repeat(0x200));
     let res = client.request(format!(
         "POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n{}0\r\n\r\n",
@@ -126,7 +127,7 @@ fn chunked_body_over_limit_fails_in_the_handler_with_413() {
 #[test]
 fn body_under_limit_is_echoed_and_connection_reused() {
     let (server, _) = echo_server();
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
 
     let res = client.request("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 11\r\n\r\nhello world");
     assert_eq!(res.status, 200);
@@ -143,13 +144,13 @@ fn body_under_limit_is_echoed_and_connection_reused() {
 fn body_exactly_at_limit_is_accepted() {
     let (server, _) = echo_server();
     let body = "b".repeat(BODY_LIMIT as usize);
-    let res = Client::connect(server.local_addr())
+    let res = Conn::connect(server.local_addr())
         .request(format!("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: {BODY_LIMIT}\r\n\r\n{body}"));
     assert_eq!(res.status, 200);
     assert_eq!(res.body.len(), BODY_LIMIT as usize);
 
     let (server, _) = echo_server();
-    let res = Client::connect(server.local_addr()).request(format!(
+    let res = Conn::connect(server.local_addr()).request(format!(
         "POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
         BODY_LIMIT
     ));
@@ -161,7 +162,7 @@ fn body_exactly_at_limit_is_accepted() {
 fn transfer_codings_other_than_plain_chunked_get_501_and_close() {
     let (server, calls) = echo_server();
     for te in ["Transfer-Encoding: gzip, chunked", "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked"] {
-        let mut client = Client::connect(server.local_addr());
+        let mut client = Conn::connect(server.local_addr());
         // A canary follows on the same connection: it must never be answered as a second request.
         client.send(format!(
             "POST /echo HTTP/1.1\r\nHost: test\r\n{te}\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET /echo HTTP/1.1\r\nHost: test\r\n\r\n"
@@ -172,7 +173,7 @@ fn transfer_codings_other_than_plain_chunked_get_501_and_close() {
         assert!(client.wait_closed(Duration::from_secs(2)).is_some(), "{te}: closed after the 501, canary unanswered");
     }
     assert_eq!(calls.load(Ordering::SeqCst), 0, "no handler saw these requests");
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     let res =
         client.request("POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: Chunked \r\n\r\n2\r\nok\r\n0\r\n\r\n");
     assert_eq!((res.status, res.text().as_str()), (200, "ok"), "plain chunked, any case, still works");

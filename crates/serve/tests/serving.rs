@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Client, get, hello, start, test_limits};
+use common::{get, hello, start, test_limits};
 use http::StatusCode;
 use serve::{PeerAddr, Request, Response};
+use testkit::http::Conn;
 use tower::service_fn;
 
 /// Generous bound for "the server closed it in time": the configured timeouts here are 1 s.
@@ -23,7 +24,7 @@ fn get_is_served_on_a_real_port() {
     assert_ne!(addr.port(), 0, "local_addr reports the port the kernel chose");
     assert_eq!(addr.ip().to_string(), "127.0.0.1");
 
-    let res = Client::connect(addr).request(get("/api/hello"));
+    let res = Conn::connect(addr).request(get("/api/hello"));
     assert_eq!(res.status, 200);
     assert_eq!(res.header("content-type"), Some("application/json"));
     assert_eq!(res.json(), serde_json::json!({ "path": "/api/hello" }));
@@ -54,7 +55,7 @@ fn two_reuseport_workers_both_serve() {
     let mut threads = BTreeSet::new();
     for i in 0..200 {
         // A new connection each time, so the kernel's SO_REUSEPORT hash picks a listener each time.
-        let res = Client::connect(server.local_addr()).request(get(&format!("/{i}")));
+        let res = Conn::connect(server.local_addr()).request(get(&format!("/{i}")));
         assert_eq!(res.status, 200, "connection {i}");
         threads.insert(res.json()["thread"].as_str().expect("thread name").to_string());
     }
@@ -69,11 +70,11 @@ fn partial_request_head_is_cut_after_header_timeout() {
     let limits = serve::Limits { keep_alive_timeout: Duration::from_secs(30), ..test_limits() };
     let server = start(limits, || service_fn(hello));
 
-    let mut stalled = Client::connect(server.local_addr());
+    let mut stalled = Conn::connect(server.local_addr());
     stalled.send("GET /stalled HTTP/1.1\r\nHost: test\r\n");
 
     // The stalled connection does not hold up the (single) worker.
-    let res = Client::connect(server.local_addr()).request(get("/other"));
+    let res = Conn::connect(server.local_addr()).request(get("/other"));
     assert_eq!(res.status, 200);
     assert_eq!(res.json()["path"], "/other");
 
@@ -86,7 +87,7 @@ fn trickled_request_head_is_cut_after_header_timeout() {
     let limits = serve::Limits { keep_alive_timeout: Duration::from_secs(30), ..test_limits() };
     let server = start(limits, || service_fn(hello));
 
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     client.send("GET /slow HTTP/1.1\r\n");
     let start = Instant::now();
     let mut closed = false;
@@ -94,7 +95,7 @@ fn trickled_request_head_is_cut_after_header_timeout() {
         if start.elapsed() > CLOSE_BOUND {
             break;
         }
-        if client.try_send(format!("X-Trickle-{i}: x\r\n").as_bytes()).is_err()
+        if client.write(format!("X-Trickle-{i}: x\r\n").as_bytes()).is_err()
             || client.wait_closed(Duration::from_millis(200)).is_some()
         {
             closed = true;
@@ -109,7 +110,7 @@ fn silent_connection_is_closed_by_idle_timeout() {
     // Header timeout far away: a connection that never sends a byte is idle, and the idle timeout closes it.
     let limits = serve::Limits { header_timeout: Duration::from_secs(30), ..test_limits() };
     let server = start(limits, || service_fn(hello));
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     assert!(client.wait_closed(CLOSE_BOUND).is_some(), "silent connection not closed within {CLOSE_BOUND:?}");
 }
 
@@ -117,7 +118,7 @@ fn silent_connection_is_closed_by_idle_timeout() {
 fn idle_keep_alive_connection_is_closed_after_keep_alive_timeout() {
     let limits = serve::Limits { header_timeout: Duration::from_secs(30), ..test_limits() };
     let server = start(limits, || service_fn(hello));
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     let res = client.request(get("/first"));
     assert_eq!(res.status, 200);
     assert_ne!(res.header("connection"), Some("close"), "HTTP/1.1 response keeps the connection open");
@@ -133,7 +134,7 @@ fn idle_keep_alive_connection_is_closed_after_keep_alive_timeout() {
 fn busy_keep_alive_connection_outlives_idle_timeout() {
     // Both timeouts 1 s; requests every 300 ms for 2.4 s keep the connection from ever being idle that long.
     let server = start(test_limits(), || service_fn(hello));
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     for i in 0..8 {
         let res = client.request(get(&format!("/busy/{i}")));
         assert_eq!(res.status, 200, "request {i} on the kept-alive connection");
@@ -146,7 +147,7 @@ fn busy_keep_alive_connection_outlives_idle_timeout() {
 fn partial_head_on_a_kept_alive_connection_is_cut_after_header_timeout() {
     let limits = serve::Limits { keep_alive_timeout: Duration::from_secs(30), ..test_limits() };
     let server = start(limits, || service_fn(hello));
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     assert_eq!(client.request(get("/first")).status, 200);
     client.send("GET /second HTTP/1.1\r\nHost: test\r\n");
     assert!(client.wait_closed(CLOSE_BOUND).is_some(), "stalled second head not cut within {CLOSE_BOUND:?}");
@@ -161,7 +162,7 @@ fn slow_handler_is_not_cut_by_keep_alive_timeout() {
             Ok::<_, Infallible>(serve::json(StatusCode::OK, &serde_json::json!({ "slow": true })))
         })
     });
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     let res = client.request(get("/slow"));
     assert_eq!(res.status, 200);
     assert_eq!(res.json()["slow"], true);
@@ -178,7 +179,7 @@ fn pipelined_requests_get_responses_in_order() {
             Ok::<_, Infallible>(serve::json(StatusCode::OK, &serde_json::json!({ "path": req.uri().path() })))
         })
     });
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     client.send(format!("{}{}{}", get("/a"), get("/b"), get("/c")));
     for path in ["/a", "/b", "/c"] {
         let res = client.read_response().expect("pipelined response");
@@ -196,7 +197,7 @@ fn peer_echo(req: Request) -> std::future::Ready<Result<Response, Infallible>> {
 fn peer_addr_is_in_extensions_when_enabled() {
     let limits = serve::Limits { peer_addr: true, ..test_limits() };
     let server = start(limits, || service_fn(peer_echo));
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     let res = client.request(get("/"));
     assert_eq!(res.status, 200);
     assert_eq!(res.json()["peer"], client.local_addr().to_string());
@@ -206,7 +207,7 @@ fn peer_addr_is_in_extensions_when_enabled() {
 fn peer_addr_is_absent_when_disabled() {
     let limits = serve::Limits { peer_addr: false, ..test_limits() };
     let server = start(limits, || service_fn(peer_echo));
-    let res = Client::connect(server.local_addr()).request(get("/"));
+    let res = Conn::connect(server.local_addr()).request(get("/"));
     assert_eq!(res.status, 200);
     assert_eq!(res.json()["peer"], serde_json::Value::Null);
 }

@@ -7,9 +7,10 @@ use std::convert::Infallible;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{Client, get, hello, start, test_limits};
+use common::{get, hello, start, test_limits};
 use http::StatusCode;
 use serve::{Request, Server};
+use testkit::http::Conn;
 use tower::service_fn;
 
 /// A server whose handler reports on `started` and then sleeps `delay` before answering.
@@ -41,7 +42,7 @@ fn shutdown_in_background(server: Server) -> std::thread::JoinHandle<Duration> {
 fn in_flight_request_completes_during_graceful_shutdown() {
     let (server, started) = sleepy_server(test_limits(), Duration::from_millis(300));
     let addr = server.local_addr();
-    let mut client = Client::connect(addr);
+    let mut client = Conn::connect(addr);
     client.send(get("/slow"));
     started.recv_timeout(Duration::from_secs(5)).expect("handler started");
 
@@ -53,17 +54,17 @@ fn in_flight_request_completes_during_graceful_shutdown() {
 
     let took = shutdown.join().expect("shutdown thread");
     assert!(took < Duration::from_secs(3), "graceful shutdown took {took:?}");
-    assert!(Client::try_connect(addr).is_err(), "listener still accepts after shutdown");
+    assert!(Conn::open(addr).is_err(), "listener still accepts after shutdown");
 }
 
 #[test]
 fn new_connections_are_refused_after_shutdown() {
     let server = start(serve::Limits { workers: 2, ..test_limits() }, || service_fn(hello));
     let addr = server.local_addr();
-    assert_eq!(Client::connect(addr).request(get("/")).status, 200);
+    assert_eq!(Conn::connect(addr).request(get("/")).status, 200);
     server.shutdown();
     for _ in 0..10 {
-        let err = Client::try_connect(addr).err().expect("connect fails after shutdown");
+        let err = Conn::open(addr).err().expect("connect fails after shutdown");
         assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
     }
 }
@@ -72,7 +73,7 @@ fn new_connections_are_refused_after_shutdown() {
 fn shutdown_deadline_cuts_requests_that_outlive_it() {
     let limits = serve::Limits { shutdown_timeout: Duration::from_millis(500), ..test_limits() };
     let (server, started) = sleepy_server(limits, Duration::from_secs(10));
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     client.send(get("/forever"));
     started.recv_timeout(Duration::from_secs(5)).expect("handler started");
 
@@ -94,12 +95,12 @@ fn shutdown_closes_idle_and_fresh_connections_without_waiting_for_the_deadline()
         ..test_limits()
     };
     let server = start(limits, || service_fn(hello));
-    let mut idle = Client::connect(server.local_addr());
+    let mut idle = Conn::connect(server.local_addr());
     assert_eq!(idle.request(get("/")).status, 200);
-    let mut fresh = Client::connect(server.local_addr());
+    let mut fresh = Conn::connect(server.local_addr());
     // Make sure the worker has accepted `fresh` before shutting down: a request on a third connection is answered
     // after the accept loop has seen every earlier connection in the queue.
-    assert_eq!(Client::connect(server.local_addr()).request(get("/")).status, 200);
+    assert_eq!(Conn::connect(server.local_addr()).request(get("/")).status, 200);
 
     let shutdown = shutdown_in_background(server);
     assert!(idle.wait_closed(Duration::from_secs(3)).is_some(), "idle keep-alive connection not closed");
@@ -112,7 +113,7 @@ fn shutdown_closes_idle_and_fresh_connections_without_waiting_for_the_deadline()
 fn dropping_the_server_shuts_it_down() {
     let server = start(test_limits(), || service_fn(hello));
     let addr = server.local_addr();
-    assert_eq!(Client::connect(addr).request(get("/")).status, 200);
+    assert_eq!(Conn::connect(addr).request(get("/")).status, 200);
     drop(server);
-    assert!(Client::try_connect(addr).is_err(), "listener still accepts after drop");
+    assert!(Conn::open(addr).is_err(), "listener still accepts after drop");
 }

@@ -8,10 +8,11 @@ use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{Client, start, test_limits};
+use common::{start, test_limits};
 use http::StatusCode;
 use http_body_util::BodyExt;
 use serve::{Body, Request};
+use testkit::http::Conn;
 use tower::service_fn;
 
 const IO_TIMEOUT: Duration = Duration::from_secs(1);
@@ -28,7 +29,7 @@ async fn read_body(req: Request) -> Result<serve::Response, Infallible> {
 fn stalled_request_body_is_cut_after_io_timeout() {
     let limits = serve::Limits { io_timeout: IO_TIMEOUT, body_limit: 1 << 20, ..test_limits() };
     let server = start(limits, || service_fn(read_body));
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     // Promise 100 bytes, send 10, then nothing.
     client.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n0123456789");
     let closed = client.wait_closed(BOUND).expect("stalled upload cut within the bound");
@@ -39,7 +40,7 @@ fn stalled_request_body_is_cut_after_io_timeout() {
 fn a_body_that_keeps_moving_is_not_cut() {
     let limits = serve::Limits { io_timeout: IO_TIMEOUT, body_limit: 1 << 20, ..test_limits() };
     let server = start(limits, || service_fn(read_body));
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     client.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 6\r\n\r\n");
     // Six bytes over 2.4 s: longer than the io timeout in total, but never a 1 s gap.
     for byte in ["a", "b", "c", "d", "e", "f"] {
@@ -60,7 +61,7 @@ fn client_that_stops_reading_is_cut_after_io_timeout() {
             Ok::<_, Infallible>(serve::Response::new(Body::Full(Bytes::from(vec![b'x'; 32 << 20]))))
         })
     });
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     client.send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
     // Do not read for a while: the server must give up on its own.
     std::thread::sleep(Duration::from_millis(2500));
@@ -86,13 +87,13 @@ fn client_that_pipelines_and_never_reads_is_cut_after_io_timeout() {
             Ok::<_, Infallible>(serve::Response::new(Body::Full(Bytes::from(vec![b'x'; 1024]))))
         })
     });
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Conn::connect(server.local_addr());
     // Every response is complete as soon as hyper takes it, so no request is in flight while hyper waits to
     // write them out, and it reads nothing meanwhile. Pipeline until the server stops taking requests (a write
     // then blocks for the client's write timeout) or cuts the connection (the write fails sooner).
     let batch = "GET / HTTP/1.1\r\nHost: t\r\n\r\n".repeat(256);
     let started = Instant::now();
-    while client.try_send(batch.as_bytes()).is_ok() {
+    while client.write(batch.as_bytes()).is_ok() {
         assert!(started.elapsed() < Duration::from_secs(30), "the server kept taking requests for 30 s");
     }
     // Cut: reading now ends in EOF or a reset. Not cut: every response arrives, then the connection idles.

@@ -10,6 +10,9 @@
 
 pub mod http;
 pub mod process;
+pub mod shared;
+pub mod wait;
+pub mod workspace;
 
 use std::path::PathBuf;
 use std::time::Duration;

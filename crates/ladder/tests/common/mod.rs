@@ -6,15 +6,16 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use ladder::Settings;
 use ladder::db::DbOptions;
 use serde_json::{Value, json};
 use testkit::Postgres;
+use testkit::shared::Shared;
 #[allow(unused_imports)] // each test binary uses a different subset
-pub use testkit::http::{Res, get, request, send_raw};
+pub use testkit::http::{Response, get, request, send_raw};
 
 /// One hand-made row: (id, channel, duration_s, views).
 pub type EdgeRow = (&'static str, Option<&'static str>, Option<i64>, Option<i64>);
@@ -103,17 +104,11 @@ impl Dataset {
     }
 }
 
-static SHARED_POSTGRES: Mutex<Weak<Postgres>> = Mutex::new(Weak::new());
+static SHARED_POSTGRES: Shared<Postgres> = Shared::new();
 
 /// The binary's shared Postgres cluster, started on first use and stopped when the last handle is dropped.
 pub fn shared_postgres() -> Arc<Postgres> {
-    let mut slot = SHARED_POSTGRES.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(pg) = slot.upgrade() {
-        return pg;
-    }
-    let pg = Arc::new(Postgres::start());
-    *slot = Arc::downgrade(&pg);
-    pg
+    SHARED_POSTGRES.get_or_start(Postgres::start)
 }
 
 /// Runs `ladder::seed::run` (the subcommand's work) and returns the row count.
@@ -153,11 +148,11 @@ impl TestServer {
         TestServer { server: Some(server), addr }
     }
 
-    pub fn get(&self, target: &str) -> Res {
+    pub fn get(&self, target: &str) -> Response {
         get(self.addr, target)
     }
 
-    pub fn post(&self, target: &str, body: &str) -> Res {
+    pub fn post(&self, target: &str, body: &str) -> Response {
         post(self.addr, target, body.as_bytes())
     }
 }
@@ -170,7 +165,7 @@ impl Drop for TestServer {
     }
 }
 
-pub fn post(addr: SocketAddr, target: &str, body: &[u8]) -> Res {
+pub fn post(addr: SocketAddr, target: &str, body: &[u8]) -> Response {
     request(addr, "POST", target, &[], Some(body))
 }
 
@@ -197,22 +192,8 @@ pub fn postgres_body(data: &Dataset, id: &str) -> String {
     value.to_string()
 }
 
-pub fn assert_json(res: &Res, status: u16, body: &str, what: &str) {
+pub fn assert_json(res: &Response, status: u16, body: &str, what: &str) {
     assert_eq!(res.status, status, "{what}: status; body {:?}", res.text());
     assert_eq!(res.header("content-type"), Some("application/json"), "{what}: content-type");
     assert_eq!(res.text(), body, "{what}: body");
-}
-
-/// Polls `f` every 50 ms until it returns `Some` or `within` passes.
-pub fn eventually<T>(within: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }

@@ -514,7 +514,7 @@ impl Exit {
 /// Runs the loadgen binary (killed, and the test failed, after 20 s).
 pub fn loadgen_bin(list: &[&str]) -> Exit {
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+    let mut child = Command::new(testkit::workspace::binary("loadgen"))
         .args(list)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

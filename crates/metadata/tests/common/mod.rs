@@ -13,7 +13,7 @@ use metadata::db::DbOptions;
 use metadata::gen_data::{GenDataArgs, Generated};
 use serde_json::{Value, json};
 #[allow(unused_imports)] // each test binary uses a different subset
-pub use testkit::http::{Res, get, request};
+pub use testkit::http::{Response, get, request};
 
 pub const REGIONS: [&str; 5] = ["ja", "ko", "zh-TW", "en", "th"];
 
@@ -110,7 +110,7 @@ impl TestServer {
         TestServer { server: Some(server), addr }
     }
 
-    pub fn get(&self, target: &str) -> Res {
+    pub fn get(&self, target: &str) -> Response {
         get(self.addr, target)
     }
 }
@@ -149,7 +149,7 @@ pub fn expected_body(
     .to_string()
 }
 
-pub fn assert_json(res: &Res, status: u16, body: &str, what: &str) {
+pub fn assert_json(res: &Response, status: u16, body: &str, what: &str) {
     assert_eq!(res.status, status, "{what}: status; body {:?}", res.text());
     assert_eq!(res.header("content-type"), Some("application/json"), "{what}: content-type");
     assert_eq!(res.text(), body, "{what}: body");

@@ -1,6 +1,5 @@
-//! Shared helpers for the scribe-rs integration tests: a blocking raw HTTP/1.1 client (every socket has read and
-//! write timeouts, so no test can hang on a server that stops answering), record builders, and a `Stack` that
-//! runs scribe-rs in process against real Postgres and Redis (testkit).
+//! Shared helpers for the scribe-rs integration tests: request helpers over testkit's raw HTTP/1.1 client, record
+//! builders, and a `Stack` that runs scribe-rs in process against real Postgres and Redis (testkit).
 //!
 //! Postgres: one cluster per test binary, shared through a `Weak` so it is stopped when the last test using it
 //! drops its handle (statics are never dropped, and a cluster left running would outlive the tests). Each test
@@ -10,10 +9,11 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
+use testkit::shared::Shared;
 use testkit::{Postgres, Redis};
 
 /// The workspace's schemas/ folder (notes.schema.json and the envelope).
@@ -29,51 +29,31 @@ pub const T0_OUT: &str = "2026-11-29T20:00:00.000Z";
 // ------------------------------------------------------------------------------------------------------------
 
 #[allow(unused_imports)] // each test binary uses a different subset
-pub use testkit::http::{IO_TIMEOUT, Res, enc, get, request, send_raw, try_request};
+pub use testkit::http::{IO_TIMEOUT, Response, enc, get, request, send_raw, try_request};
 
-/// JSON views of a response, for the scribe tests.
+/// The scribe tests' view of a response: most answers must be 200 with JSON.
 pub trait JsonRes {
-    fn json(&self) -> Value;
     /// Asserts 200 and returns the JSON body.
     fn ok(&self) -> Value;
 }
 
-impl JsonRes for Res {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("body is not JSON ({e}): status {} {:?}", self.status, self.text()))
-    }
-
+impl JsonRes for Response {
     fn ok(&self) -> Value {
         assert_eq!(self.status, 200, "expected 200, got {} {:?}", self.status, self.text());
         self.json()
     }
 }
 
-pub fn delete(addr: SocketAddr, target: &str) -> Res {
+pub fn delete(addr: SocketAddr, target: &str) -> Response {
     request(addr, "DELETE", target, &[], None)
 }
 
-pub fn post(addr: SocketAddr, target: &str, body: &Value) -> Res {
+pub fn post(addr: SocketAddr, target: &str, body: &Value) -> Response {
     request(addr, "POST", target, &[], Some(body.to_string().as_bytes()))
 }
 
-pub fn put(addr: SocketAddr, target: &str, body: &Value) -> Res {
+pub fn put(addr: SocketAddr, target: &str, body: &Value) -> Response {
     request(addr, "PUT", target, &[], Some(body.to_string().as_bytes()))
-}
-
-/// Polls `f` every 50 ms until it returns `Some` or `within` passes.
-pub fn eventually<T>(within: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 // ------------------------------------------------------------------------------------------------------------
@@ -115,17 +95,11 @@ pub fn keys(value: &Value) -> Vec<&str> {
 // Servers
 // ------------------------------------------------------------------------------------------------------------
 
-static SHARED_POSTGRES: Mutex<Weak<Postgres>> = Mutex::new(Weak::new());
+static SHARED_POSTGRES: Shared<Postgres> = Shared::new();
 
 /// The binary's shared Postgres cluster, started on first use and stopped when the last handle is dropped.
 pub fn shared_postgres() -> Arc<Postgres> {
-    let mut slot = SHARED_POSTGRES.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(pg) = slot.upgrade() {
-        return pg;
-    }
-    let pg = Arc::new(Postgres::start());
-    *slot = Arc::downgrade(&pg);
-    pg
+    SHARED_POSTGRES.get_or_start(Postgres::start)
 }
 
 /// scribe-rs running in this process on 127.0.0.1:<ephemeral>, one worker. Shut down when dropped.
@@ -155,19 +129,19 @@ impl App {
         App { addr: server.local_addr(), server: Some(server) }
     }
 
-    pub fn get(&self, target: &str) -> Res {
+    pub fn get(&self, target: &str) -> Response {
         get(self.addr, target)
     }
 
-    pub fn delete(&self, target: &str) -> Res {
+    pub fn delete(&self, target: &str) -> Response {
         delete(self.addr, target)
     }
 
-    pub fn post(&self, target: &str, body: &Value) -> Res {
+    pub fn post(&self, target: &str, body: &Value) -> Response {
         post(self.addr, target, body)
     }
 
-    pub fn put(&self, target: &str, body: &Value) -> Res {
+    pub fn put(&self, target: &str, body: &Value) -> Response {
         put(self.addr, target, body)
     }
 }
@@ -229,19 +203,19 @@ impl Stack {
         )) == "1"
     }
 
-    pub fn get(&self, target: &str) -> Res {
+    pub fn get(&self, target: &str) -> Response {
         self.app.get(target)
     }
 
-    pub fn delete(&self, target: &str) -> Res {
+    pub fn delete(&self, target: &str) -> Response {
         self.app.delete(target)
     }
 
-    pub fn post(&self, target: &str, body: &Value) -> Res {
+    pub fn post(&self, target: &str, body: &Value) -> Response {
         self.app.post(target, body)
     }
 
-    pub fn put(&self, target: &str, body: &Value) -> Res {
+    pub fn put(&self, target: &str, body: &Value) -> Response {
         self.app.put(target, body)
     }
 
