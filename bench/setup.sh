@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepare everything compare needs; safe to run again and again.
-#   - wrk (Debian package) for load
+#   - wrk (Debian package), the second loader of `compare calibrate`, and taskset (util-linux)
 #   - the pinned Bun and Node 22 peers from bench/peers/package-lock.json (npm ci)
-#   - the release builds of flight-rs, scribe-rs, metadata-rs, loadgen and compare
+#   - the release builds of flight-rs, scribe-rs, metadata-rs, ladder-rs, loadgen and compare
 # Everything comes from the package registries this project may use (apt, npm, crates.io).
 set -euo pipefail
 
