@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Prepare everything compare and the bench/*.py harnesses need; safe to run again and again.
-#   - wrk (Debian package) for load
+# Prepare everything compare needs; safe to run again and again.
+#   - wrk (Debian package), the second loader of `compare calibrate`, and taskset (util-linux)
 #   - the pinned Bun and Node 22 peers from bench/peers/package-lock.json (npm ci)
-#   - the release builds of flight-rs, scribe-rs, metadata-rs, loadgen and compare
+#   - the release builds of flight-rs, scribe-rs, metadata-rs, ladder-rs, loadgen and compare
 # Everything comes from the package registries this project may use (apt, npm, crates.io).
 set -euo pipefail
 
@@ -25,11 +25,10 @@ apt_install() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
 }
 
-# 1. Load generator and the tools the harness shells out to.
+# 1. wrk (compare calibrate's second loader) and taskset (compare pins every process with it).
 need=()
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 command -v taskset >/dev/null 2>&1 || need+=(util-linux)
-command -v python3 >/dev/null 2>&1 || need+=(python3)
 # npm only installs the peers; the peers' own Node 22 comes from the lockfile.
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 if [ "${#need[@]}" -gt 0 ]; then

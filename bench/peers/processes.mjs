@@ -21,10 +21,24 @@
 // of the first Bun process (an uncaught error, say) also sends SIGTERM to the copies. Node workers
 // exit by themselves when their primary dies (node:cluster closes the IPC channel).
 // `name` is the entry point's name for log lines ("hello-bun", "metadata-node", ...).
+// configOrExit() is the settings step the service entry points run first (exit 64 on a bad value).
 
 const MAX_PROCESSES = 256;
 // After this long, processes still running after SIGTERM are killed.
 const STOP_GRACE_MS = 2000;
+
+/**
+ * The entry point's settings from `configFromEnv()` (its module's reader of the environment); a bad
+ * setting prints one line on stderr, `name: message`, and exits 64, before any process is started.
+ */
+export function configOrExit(name, configFromEnv) {
+  try {
+    return configFromEnv();
+  } catch (e) {
+    console.error(`${name}: ${e.message}`);
+    process.exit(64);
+  }
+}
 
 /** N from PEER_PROCESSES; a bad value prints one line on stderr and exits 64. */
 export function peerProcesses(name, env = process.env) {

@@ -11,6 +11,7 @@
 #   DATABASE_URL=postgres://... REDIS_URL=redis://... bash ...    # + the scribe peers (fixed variant)
 #
 # A metadata dataset: target/release/metadata-rs gen-data --db /tmp/x.db --ids /tmp/x.ids --rows 1000
+# Needs curl, ss (iproute2), sqlite3 for the metadata peers, and python3 (a free port, the connection test).
 set -euo pipefail
 
 peers="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -1,4 +1,4 @@
-// Bun peer for the Flight hello benchmark (bench/flight_hello.py).
+// Bun peer of flight-rs (crates/compare's hello workloads).
 //
 // Uses Bun.serve's native `routes` table, as Flight's Bun port does, so the
 // measurement covers Bun's own router rather than a hand-written `fetch` switch.

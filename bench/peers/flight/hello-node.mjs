@@ -1,4 +1,4 @@
-// Node peer for the Flight hello benchmark (bench/flight_hello.py).
+// Node peer of flight-rs (crates/compare's hello workloads).
 //
 // Plain node:http with a tiny exact-match router: the cheapest honest Node
 // server, so the comparison is against Node itself rather than a framework.

@@ -7,31 +7,20 @@ import { Database } from "bun:sqlite";
 // @ts-ignore -- plain ESM module without type declarations
 import { BODY_LIMIT, CONTENT_TYPE, PRAGMAS, TOO_LARGE, VIDEO_SQL, configFromEnv, createApp, targetOfUrl } from "./ladder.mjs";
 // @ts-ignore -- plain ESM module without type declarations
-import { bunProcesses } from "../processes.mjs";
+import { bunProcesses, configOrExit } from "../processes.mjs";
+// @ts-ignore -- plain ESM module without type declarations
+import { prepareReadOnly } from "../sqlite.mjs";
 
 type Answer = { status: number; body: string; headers?: Record<string, string> };
 
-let cfg: ReturnType<typeof configFromEnv>;
-try {
-  cfg = configFromEnv();
-} catch (e) {
-  console.error(`ladder-bun: ${(e as Error).message}`);
-  process.exit(64);
-}
+const cfg: ReturnType<typeof configFromEnv> = configOrExit("ladder-bun", configFromEnv);
 // PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
 const reusePort = bunProcesses("ladder-bun");
 
 // Read-only, the pragmas, the statement prepared once; any failure here is "database unavailable".
 function openSqlite(path: string) {
-  const db = new Database(path, { readonly: true });
-  try {
-    for (const p of PRAGMAS) db.run(p);
-    const video = db.prepare(VIDEO_SQL);
-    return { get: (id: string) => video.get(id) };
-  } catch (e) {
-    db.close();
-    throw e;
-  }
+  const [video] = prepareReadOnly(new Database(path, { readonly: true }), PRAGMAS, [VIDEO_SQL]);
+  return { get: (id: string) => video.get(id) };
 }
 
 const app = createApp(cfg, openSqlite);

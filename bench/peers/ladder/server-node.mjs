@@ -6,29 +6,17 @@
 import http from "node:http";
 import { DatabaseSync } from "node:sqlite";
 import { BODY_LIMIT, CONTENT_TYPE, PRAGMAS, TOO_LARGE, VIDEO_SQL, configFromEnv, createApp } from "./ladder.mjs";
-import { clusterPrimary } from "../processes.mjs";
+import { clusterPrimary, configOrExit } from "../processes.mjs";
+import { prepareReadOnly } from "../sqlite.mjs";
 
-let cfg;
-try {
-  cfg = configFromEnv();
-} catch (e) {
-  console.error(`ladder-node: ${e.message}`);
-  process.exit(64);
-}
+const cfg = configOrExit("ladder-node", configFromEnv);
 // PEER_PROCESSES=N > 1: this process becomes the cluster primary and stops here; workers go on.
 await clusterPrimary("ladder-node");
 
 // Read-only, the pragmas, the statement prepared once; any failure here is "database unavailable".
 function openSqlite(path) {
-  const db = new DatabaseSync(path, { readOnly: true });
-  try {
-    for (const p of PRAGMAS) db.exec(p);
-    const video = db.prepare(VIDEO_SQL);
-    return { get: (id) => video.get(id) };
-  } catch (e) {
-    db.close();
-    throw e;
-  }
+  const [video] = prepareReadOnly(new DatabaseSync(path, { readOnly: true }), PRAGMAS, [VIDEO_SQL]);
+  return { get: (id) => video.get(id) };
 }
 
 const app = createApp(cfg, openSqlite);

@@ -1,7 +1,7 @@
 // DB-only lookup benchmark for the video-metadata peers: no HTTP, just metadata.mjs's lookup() over
 // the runtime's own SQLite binding (bun:sqlite under Bun, node:sqlite under Node), opened and
 // prepared exactly as the servers do. metadata-rs bench-lookup does the same in Rust and prints the
-// same line, so found and bytes must agree across runtimes (bench/metadata_bench.py checks).
+// same line, so found and bytes must agree across runtimes.
 //   bun run bench/peers/metadata/lookup-bench.mjs --db PATH --ids PATH --iterations 2000000 --warmup 200000
 //   node bench/peers/metadata/lookup-bench.mjs --db PATH --ids PATH ...
 // Iteration i looks up ids[i % n] in REGIONS[(i + floor(i / n)) % 5] (so each id meets every region
@@ -9,6 +9,7 @@
 //   {"runtime":"bun"|"node","version":…,"iterations":N,"seconds":S,"ops_per_sec":X,"found":F,"bytes":B}
 import { readFileSync } from "node:fs";
 import { HEALTH_SQL, LOOKUP_SQL, PRAGMAS, REGIONS, lookup } from "./metadata.mjs";
+import { prepareReadOnly } from "../sqlite.mjs";
 
 function parseArgs(argv) {
   const out = { db: null, ids: null, iterations: 2_000_000, warmup: 200_000 };
@@ -37,17 +38,13 @@ function parseArgs(argv) {
 async function openStore(path) {
   if (typeof Bun !== "undefined") {
     const { Database } = await import("bun:sqlite");
-    const db = new Database(path, { readonly: true });
-    for (const p of PRAGMAS) db.run(p);
-    const stmt = db.prepare(LOOKUP_SQL);
-    db.prepare(HEALTH_SQL).get();
+    const [stmt, health] = prepareReadOnly(new Database(path, { readonly: true }), PRAGMAS, [LOOKUP_SQL, HEALTH_SQL]);
+    health.get();
     return { runtime: "bun", version: Bun.version, get: (id) => stmt.get(id) };
   }
   const { DatabaseSync } = await import("node:sqlite");
-  const db = new DatabaseSync(path, { readOnly: true });
-  for (const p of PRAGMAS) db.exec(p);
-  const stmt = db.prepare(LOOKUP_SQL);
-  db.prepare(HEALTH_SQL).get();
+  const [stmt, health] = prepareReadOnly(new DatabaseSync(path, { readOnly: true }), PRAGMAS, [LOOKUP_SQL, HEALTH_SQL]);
+  health.get();
   return { runtime: "node", version: process.version, get: (id) => stmt.get(id) };
 }
 

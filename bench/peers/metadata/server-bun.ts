@@ -1,4 +1,4 @@
-// Bun peer for the video-metadata benchmark (bench/metadata_bench.py): Bun.serve with a fetch handler
+// Bun peer of metadata-rs (crates/compare's metadata workload): Bun.serve with a fetch handler
 // around the shared handler in metadata.mjs (the same code server-node.mjs runs), over bun:sqlite.
 // Routes and answers: see metadata.mjs.
 //   METADATA_DB=/tmp/metadata.db bun run bench/peers/metadata/server-bun.ts
@@ -8,30 +8,18 @@ import { Database } from "bun:sqlite";
 // @ts-ignore -- plain ESM module without type declarations
 import { CONTENT_TYPE, HEALTH_SQL, LOOKUP_SQL, PRAGMAS, configFromEnv, createStore, handle, targetOfUrl } from "./metadata.mjs";
 // @ts-ignore -- plain ESM module without type declarations
-import { bunProcesses } from "../processes.mjs";
+import { bunProcesses, configOrExit } from "../processes.mjs";
+// @ts-ignore -- plain ESM module without type declarations
+import { prepareReadOnly } from "../sqlite.mjs";
 
-let cfg: { port: number; host: string; db: string };
-try {
-  cfg = configFromEnv();
-} catch (e) {
-  console.error(`metadata-bun: ${(e as Error).message}`);
-  process.exit(64);
-}
+const cfg: { port: number; host: string; db: string } = configOrExit("metadata-bun", configFromEnv);
 // PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
 const reusePort = bunProcesses("metadata-bun");
 
 // Read-only, the pragmas, both statements prepared once; any failure here is "database unavailable".
 function open(path: string) {
-  const db = new Database(path, { readonly: true });
-  try {
-    for (const p of PRAGMAS) db.run(p);
-    const lookup = db.prepare(LOOKUP_SQL);
-    const health = db.prepare(HEALTH_SQL);
-    return { get: (id: string) => lookup.get(id), health: () => health.get() };
-  } catch (e) {
-    db.close();
-    throw e;
-  }
+  const [lookup, health] = prepareReadOnly(new Database(path, { readonly: true }), PRAGMAS, [LOOKUP_SQL, HEALTH_SQL]);
+  return { get: (id: string) => lookup.get(id), health: () => health.get() };
 }
 
 const store = createStore(open, cfg.db);

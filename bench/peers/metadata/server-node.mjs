@@ -1,4 +1,4 @@
-// Node peer for the video-metadata benchmark (bench/metadata_bench.py): node:http around the shared
+// Node peer of metadata-rs (crates/compare's metadata workload): node:http around the shared
 // handler in metadata.mjs (the same code server-bun.ts runs), over node:sqlite (DatabaseSync).
 // Routes and answers: see metadata.mjs.
 //   METADATA_DB=/tmp/metadata.db node bench/peers/metadata/server-node.mjs
@@ -7,30 +7,17 @@
 import http from "node:http";
 import { DatabaseSync } from "node:sqlite";
 import { CONTENT_TYPE, HEALTH_SQL, LOOKUP_SQL, PRAGMAS, configFromEnv, createStore, handle } from "./metadata.mjs";
-import { clusterPrimary } from "../processes.mjs";
+import { clusterPrimary, configOrExit } from "../processes.mjs";
+import { prepareReadOnly } from "../sqlite.mjs";
 
-let cfg;
-try {
-  cfg = configFromEnv();
-} catch (e) {
-  console.error(`metadata-node: ${e.message}`);
-  process.exit(64);
-}
+const cfg = configOrExit("metadata-node", configFromEnv);
 // PEER_PROCESSES=N > 1: this process becomes the cluster primary and stops here; workers go on.
 await clusterPrimary("metadata-node");
 
 // Read-only, the pragmas, both statements prepared once; any failure here is "database unavailable".
 function open(path) {
-  const db = new DatabaseSync(path, { readOnly: true });
-  try {
-    for (const p of PRAGMAS) db.exec(p);
-    const lookup = db.prepare(LOOKUP_SQL);
-    const health = db.prepare(HEALTH_SQL);
-    return { get: (id) => lookup.get(id), health: () => health.get() };
-  } catch (e) {
-    db.close();
-    throw e;
-  }
+  const [lookup, health] = prepareReadOnly(new DatabaseSync(path, { readOnly: true }), PRAGMAS, [LOOKUP_SQL, HEALTH_SQL]);
+  return { get: (id) => lookup.get(id), health: () => health.get() };
 }
 
 const store = createStore(open, cfg.db);

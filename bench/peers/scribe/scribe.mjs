@@ -1,7 +1,7 @@
 // Scribe benchmark peer: the handler logic shared by server-node.mjs (node:http) and
 // server-bun.ts (Bun.serve), so both runtimes run exactly the same JavaScript.
 //
-// It reproduces the original Scribe (Node/express) on the routes bench/notes_bench.py times:
+// It reproduces the original Scribe (Node/express) on the routes crates/compare's notes workloads time:
 //   POST /:component      validate the envelope, make sure the tables exist, insert the row and its
 //                         first history entry, answer [row]
 //   GET  /:component/:id  [row], or [] when absent or when the table does not exist

@@ -1,4 +1,4 @@
-// Bun peer for the Scribe notes benchmark (bench/notes_bench.py): Bun.serve around the shared
+// Bun peer of scribe-rs (crates/compare's notes workloads): Bun.serve around the shared
 // handler in scribe.mjs (the same code server-node.mjs runs). Env and routes: see scribe.mjs.
 //   SCRIBE_VARIANT=fixed DATABASE_URL=postgres://postgres@127.0.0.1:5432/scribe \
 //     REDIS_URL=redis://127.0.0.1:6379 bun run bench/peers/scribe/server-bun.ts
@@ -7,15 +7,9 @@
 // @ts-ignore -- plain ESM module without type declarations
 import { configFromEnv, createApp } from "./scribe.mjs";
 // @ts-ignore -- plain ESM module without type declarations
-import { bunProcesses } from "../processes.mjs";
+import { bunProcesses, configOrExit } from "../processes.mjs";
 
-let cfg;
-try {
-  cfg = configFromEnv();
-} catch (e) {
-  console.error(`scribe-bun: ${(e as Error).message}`);
-  process.exit(64);
-}
+const cfg = configOrExit("scribe-bun", configFromEnv);
 // PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
 const reusePort = bunProcesses("scribe-bun");
 const app = await createApp(cfg);

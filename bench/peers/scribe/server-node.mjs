@@ -1,4 +1,4 @@
-// Node peer for the Scribe notes benchmark (bench/notes_bench.py): node:http around the shared
+// Node peer of scribe-rs (crates/compare's notes workloads): node:http around the shared
 // handler in scribe.mjs (the same code server-bun.ts runs). Env and routes: see scribe.mjs.
 //   SCRIBE_VARIANT=fixed DATABASE_URL=postgres://postgres@127.0.0.1:5432/scribe \
 //     REDIS_URL=redis://127.0.0.1:6379 node bench/peers/scribe/server-node.mjs
@@ -6,15 +6,9 @@
 // its own pools; see ../processes.mjs).
 import http from "node:http";
 import { configFromEnv, createApp } from "./scribe.mjs";
-import { clusterPrimary } from "../processes.mjs";
+import { clusterPrimary, configOrExit } from "../processes.mjs";
 
-let cfg;
-try {
-  cfg = configFromEnv();
-} catch (e) {
-  console.error(`scribe-node: ${e.message}`);
-  process.exit(64);
-}
+const cfg = configOrExit("scribe-node", configFromEnv);
 // PEER_PROCESSES=N > 1: this process becomes the cluster primary and stops here; workers go on.
 await clusterPrimary("scribe-node");
 const app = await createApp(cfg);
