@@ -115,9 +115,9 @@ fn limited(trust_proxy: bool) -> TestServer {
 
 fn assert_429(res: &Response) {
     assert_eq!(res.status, 429, "{:?}", res.headers);
-    assert!(int_header(&res, "retry-after") > 0);
+    assert!(int_header(res, "retry-after") > 0);
     assert!(res.json()["error"].is_string());
-    assert_eq!(int_header(&res, "ratelimit-remaining"), 0);
+    assert_eq!(int_header(res, "ratelimit-remaining"), 0);
 }
 
 #[test]
@@ -186,7 +186,7 @@ fn sessions_count_visits_with_a_signed_cookie() {
     let second = server.get("/api/session", &[("Cookie", &cookie)]);
     assert_eq!(second.status, 200);
     assert_eq!(second.json()["visits"], 2);
-    assert!(!second.header("set-cookie").is_some(), "an existing session needs no new cookie");
+    assert!(second.header("set-cookie").is_none(), "an existing session needs no new cookie");
     let third = server.get("/api/session", &[("Cookie", &format!("other=1; {cookie}"))]);
     assert_eq!(third.json()["visits"], 3);
 
@@ -220,7 +220,7 @@ fn routes_that_ignore_the_session_set_no_cookie() {
     let server = start(settings(Profile::Production));
     let res = server.get("/api/hello", &[]);
     assert_eq!(res.status, 200);
-    assert!(!res.header("set-cookie").is_some());
+    assert!(res.header("set-cookie").is_none());
 }
 
 #[test]
@@ -229,7 +229,7 @@ fn sessions_are_off_outside_production() {
     let res = server.get("/api/session", &[]);
     assert_eq!(res.status, 404);
     assert!(res.json()["error"].is_string());
-    assert!(!res.header("set-cookie").is_some());
+    assert!(res.header("set-cookie").is_none());
 }
 
 #[test]

@@ -79,7 +79,7 @@ fn sessions_move_between_servers() {
     let second = b.get("/api/session", &[("Cookie", &cookie)]);
     assert_eq!(second.status, 200);
     assert_eq!(second.json()["visits"], 2);
-    assert!(!second.header("set-cookie").is_some());
+    assert!(second.header("set-cookie").is_none());
     assert_eq!(a.get("/api/session", &[("Cookie", &cookie)]).json()["visits"], 3);
 }
 
@@ -123,7 +123,7 @@ fn redis_killed_then_restarted() {
         assert_eq!(res.status, 503, "sessions need Redis once configured");
         assert!(res.header("retry-after").is_some());
         assert!(res.json()["error"].is_string());
-        assert!(!res.header("set-cookie").is_some());
+        assert!(res.header("set-cookie").is_none());
     }
     // Still serving plain routes after a few failures.
     for _ in 0..3 {

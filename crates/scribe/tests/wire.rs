@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{JsonRes, Stack, request};
+use common::{Stack, request};
 
 /// Seed note 1 as the notes-read workload POSTs it: an offset timestamp, one without milliseconds, a nested
 /// object and an array, keys in an order jsonb will change.
@@ -37,7 +37,7 @@ fn creation_patch(row: &str) -> String {
 fn notes_answers_byte_for_byte() {
     let s = Stack::start("t_wire");
     let post = |body: &str| request(s.addr(), "POST", "/notes", &[], Some(body.as_bytes()));
-    let exact = |res: &common::Res, status: u16, body: &str, what: &str| {
+    let exact = |res: &common::Response, status: u16, body: &str, what: &str| {
         assert_eq!(res.status, status, "{what}: {:?}", res.text());
         assert_eq!(res.text(), body, "{what}");
         assert!(

@@ -13,9 +13,9 @@ use ladder::Settings;
 use ladder::db::DbOptions;
 use serde_json::{Value, json};
 use testkit::Postgres;
-use testkit::shared::Shared;
 #[allow(unused_imports)] // each test binary uses a different subset
 pub use testkit::http::{Response, get, request, send_raw};
+use testkit::shared::Shared;
 
 /// One hand-made row: (id, channel, duration_s, views).
 pub type EdgeRow = (&'static str, Option<&'static str>, Option<i64>, Option<i64>);
