@@ -67,15 +67,8 @@ const ALLOWED: [&str; 2] = ["https://allowed.example", "http://localhost:8080"];
 /// flight-rs in this process on 127.0.0.1:<ephemeral>, one worker; shut down when dropped.
 struct Server {
     addr: SocketAddr,
-    server: Option<serve::Server>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.shutdown();
-        }
-    }
+    /// Shut down gracefully when dropped (serve::Server's own Drop).
+    _server: serve::Server,
 }
 
 /// Settings exactly as the binary resolves them from its flags, with a rate limit no corpus reaches.
@@ -95,7 +88,7 @@ fn start(settings: Settings) -> Server {
     let listeners = serve::bind_reuseport("127.0.0.1:0".parse().expect("an address"), 1).expect("bind 127.0.0.1:0");
     let limits = serve::Limits { workers: 1, shutdown_timeout: Duration::from_secs(1), ..Default::default() };
     let server = flight::start(app, listeners, limits).expect("flight-rs starts");
-    Server { addr: server.local_addr(), server: Some(server) }
+    Server { addr: server.local_addr(), _server: server }
 }
 
 /// A temp folder with `dist/` (served) and, outside it, `secret.txt` and `dist-sibling/secret.txt`.

@@ -68,18 +68,11 @@ const LEAKS: [&str; 3] = ["x86_64-pc-linux", "root:x:0:0", "SCRAM-SHA-256$"];
 /// scribe-rs in this process on its own database and Redis. Dropped in field order: server, Redis, Postgres.
 struct Stack {
     addr: SocketAddr,
-    server: Option<serve::Server>,
+    /// Shut down gracefully when dropped (serve::Server's own Drop).
+    _server: serve::Server,
     _redis: Redis,
     pg: Postgres,
     db: &'static str,
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.shutdown();
-        }
-    }
 }
 
 impl Stack {
@@ -106,7 +99,7 @@ impl Stack {
         let listeners = serve::bind_reuseport("127.0.0.1:0".parse().expect("an address"), 1).expect("bind");
         let limits = serve::Limits { workers: 1, shutdown_timeout: Duration::from_secs(2), ..Default::default() };
         let server = scribe::start(shared, listeners, limits).expect("scribe-rs starts");
-        Stack { addr: server.local_addr(), server: Some(server), _redis: redis, pg, db }
+        Stack { addr: server.local_addr(), _server: server, _redis: redis, pg, db }
     }
 
     fn psql(&self, sql: &str) -> String {

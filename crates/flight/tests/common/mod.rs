@@ -15,7 +15,8 @@ pub const SECRET: &str = "integration-test secret, 32+ bytes long, not the built
 /// A flight server on its own worker thread; shut down (1 s grace) when dropped.
 pub struct TestServer {
     pub addr: SocketAddr,
-    server: Option<serve::Server>,
+    /// Shut down gracefully when dropped (serve::Server's own Drop).
+    _server: serve::Server,
 }
 
 impl TestServer {
@@ -25,14 +26,6 @@ impl TestServer {
 
     pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> Response {
         testkit::http::request(self.addr, method, path, headers, None)
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.shutdown();
-        }
     }
 }
 
@@ -56,7 +49,7 @@ pub fn start_with_limits(settings: Settings, limits: serve::Limits) -> TestServe
     let app = flight::App::new(settings).expect("flight app builds");
     let listeners = serve::bind_reuseport("127.0.0.1:0".parse().expect("addr"), 1).expect("bind 127.0.0.1:0");
     let server = flight::start(app, listeners, limits).expect("flight starts");
-    TestServer { addr: server.local_addr(), server: Some(server) }
+    TestServer { addr: server.local_addr(), _server: server }
 }
 
 /// A header's value as a number; panics when it is missing or not one.

@@ -130,7 +130,8 @@ pub fn settings(db: &Path, database_url: Option<&str>) -> Settings {
 
 /// ladder-rs in this process on 127.0.0.1:<ephemeral>, one worker, the ladder's body limit.
 pub struct TestServer {
-    server: Option<serve::Server>,
+    /// Shut down gracefully when dropped (serve::Server's own Drop).
+    _server: serve::Server,
     pub addr: SocketAddr,
 }
 
@@ -145,7 +146,7 @@ impl TestServer {
         };
         let server = ladder::start(settings, listeners, limits).expect("start");
         let addr = server.local_addr();
-        TestServer { server: Some(server), addr }
+        TestServer { _server: server, addr }
     }
 
     pub fn get(&self, target: &str) -> Response {
@@ -154,14 +155,6 @@ impl TestServer {
 
     pub fn post(&self, target: &str, body: &str) -> Response {
         post(self.addr, target, body.as_bytes())
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.shutdown();
-        }
     }
 }
 

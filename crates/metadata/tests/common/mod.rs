@@ -97,7 +97,8 @@ pub fn with_redis(mut settings: Settings, url: &str) -> Settings {
 }
 
 pub struct TestServer {
-    server: Option<serve::Server>,
+    /// Shut down gracefully when dropped (serve::Server's own Drop).
+    _server: serve::Server,
     pub addr: SocketAddr,
 }
 
@@ -107,19 +108,11 @@ impl TestServer {
         let limits = serve::Limits { workers: 1, shutdown_timeout: Duration::from_secs(1), ..Default::default() };
         let server = metadata::start(settings, listeners, limits).expect("start");
         let addr = server.local_addr();
-        TestServer { server: Some(server), addr }
+        TestServer { _server: server, addr }
     }
 
     pub fn get(&self, target: &str) -> Response {
         get(self.addr, target)
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.shutdown();
-        }
     }
 }
 

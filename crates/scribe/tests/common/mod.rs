@@ -105,7 +105,8 @@ pub fn shared_postgres() -> Arc<Postgres> {
 /// scribe-rs running in this process on 127.0.0.1:<ephemeral>, one worker. Shut down when dropped.
 pub struct App {
     pub addr: SocketAddr,
-    server: Option<serve::Server>,
+    /// Shut down gracefully when dropped (serve::Server's own Drop).
+    _server: serve::Server,
 }
 
 impl App {
@@ -126,7 +127,7 @@ impl App {
         let listeners = serve::bind_reuseport(addr, 1).expect("bind 127.0.0.1:0");
         let limits = serve::Limits { workers: 1, shutdown_timeout: Duration::from_secs(2), ..Default::default() };
         let server = scribe::start(shared, listeners, limits).expect("scribe-rs starts");
-        App { addr: server.local_addr(), server: Some(server) }
+        App { addr: server.local_addr(), _server: server }
     }
 
     pub fn get(&self, target: &str) -> Response {
@@ -143,14 +144,6 @@ impl App {
 
     pub fn put(&self, target: &str, body: &Value) -> Response {
         put(self.addr, target, body)
-    }
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.shutdown();
-        }
     }
 }
 
