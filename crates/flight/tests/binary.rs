@@ -135,10 +135,10 @@ fn serves_then_stops_on_sigterm() {
     assert!(testkit::http::try_request(addr, "GET", "/api/hello", &[], None).is_err());
 }
 
-/// A supervisor may stop the server as soon as it has announced itself. main.rs prints the listening line
-/// and `serve::run` starts the workers before it installs the SIGTERM handler, so a SIGTERM in that window
-/// kills the process by signal 15 (no graceful drain, no exit 0). A race: it shows most often on a busy
-/// machine, so this starts several at once.
+/// A supervisor may stop the server as soon as it has announced itself, so `serve::serve_until_signal` installs
+/// the SIGTERM handler before the listening line; installed after it, a SIGTERM in between killed the process
+/// by signal 15 (no graceful drain, no exit 0). A race: it shows most often on a busy machine, so this starts
+/// several at once.
 #[test]
 fn sigterm_right_after_listening_line_is_graceful() {
     for _ in 0..5 {
