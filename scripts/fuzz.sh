@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bounded fuzzing with cargo-fuzz (libFuzzer) on the stable toolchain: builds every target in fuzz/ once, then
-# runs each for SECONDS_PER_TARGET seconds (default 20, for CI; longer by hand: `bash scripts/fuzz.sh 600`),
+# runs each for SECONDS_PER_TARGET seconds (default 20, for CI; longer by hand: `bash scripts/fuzz.sh 600`;
+# `bash scripts/fuzz.sh --build-only` builds and stops, as scripts/test.sh does ahead of time),
 # starting from the committed seeds (fuzz/seeds/<target>) plus whatever earlier runs left in fuzz/corpus/<target>
 # (gitignored; libFuzzer adds the inputs that found new coverage there).
 #
@@ -11,8 +12,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 seconds="${1:-20}"
-if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
-  echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2
+if ! [[ "$seconds" =~ ^([1-9][0-9]*|--build-only)$ ]]; then
+  echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET | --build-only]" >&2
   exit 64
 fi
 
@@ -27,6 +28,9 @@ fi
 cd fuzz
 echo "== cargo fuzz build (no sanitizer, debug assertions)"
 cargo fuzz build -s none -a
+if [ "$seconds" = --build-only ]; then
+  exit 0
+fi
 
 failed=()
 for target in "${targets[@]}"; do

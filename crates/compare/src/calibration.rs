@@ -43,14 +43,7 @@ pub fn render(c: &Calibration) -> String {
     let _ = writeln!(s, "# loadgen vs wrk calibration\n");
     let _ = writeln!(s, "- command: `{}`", shell_join(&c.command));
     let _ = writeln!(s, "- when: {} (UTC)", c.started_at);
-    let _ = writeln!(
-        s,
-        "- machine: {}, {}, {} CPUs, {}",
-        m.hostname,
-        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
-        m.cpus,
-        m.kernel
-    );
+    let _ = writeln!(s, "- machine: {m}");
     let _ = writeln!(s, "- loaders: {}; {}", c.wrk_version, c.loadgen_version);
     let _ = writeln!(
         s,

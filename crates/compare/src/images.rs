@@ -195,15 +195,7 @@ pub fn render(report: &ImagesReport) -> String {
     let mut out = String::from("# compare images: container image size and start time\n\n");
     let _ = writeln!(out, "- command: `{}`", shell_join(&report.command));
     let _ = writeln!(out, "- started {}", report.started_at);
-    let m = &report.machine;
-    let _ = writeln!(
-        out,
-        "- machine: {}, {} CPUs, {} (host {})",
-        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
-        m.cpus,
-        m.kernel,
-        m.hostname
-    );
+    let _ = writeln!(out, "- machine: {}", report.machine);
     match &report.engine {
         Err(why) => {
             let _ = writeln!(

@@ -49,6 +49,14 @@ pub struct Machine {
     pub kernel: String,
 }
 
+/// The one way every report names the machine: `CPU model, N CPUs, kernel (host name)`.
+impl std::fmt::Display for Machine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cpu = self.cpu_model.as_deref().unwrap_or("unknown CPU");
+        write!(f, "{cpu}, {} CPUs, {} (host {})", self.cpus, self.kernel, self.hostname)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layout {
     pub server_cores: String,

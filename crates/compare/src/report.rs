@@ -187,14 +187,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
         let m = &r.machine;
         let _ = writeln!(out, "- run `{}`, started {}", r.run_id, r.started_at);
         let _ = writeln!(out, "- command: `{}`", shell_join(&r.command));
-        let _ = writeln!(
-            out,
-            "- machine: {}, {} CPUs, {} (host {})",
-            m.cpu_model.as_deref().unwrap_or("unknown CPU"),
-            m.cpus,
-            m.kernel,
-            m.hostname
-        );
+        let _ = writeln!(out, "- machine: {m}");
         let l = &r.layout;
         let _ = writeln!(
             out,

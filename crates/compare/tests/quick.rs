@@ -1,5 +1,5 @@
 //! `compare --quick` over every workload and runtime, end to end, on the debug builds next to this test
-//! (target/debug): real PostgreSQL and Redis, the pinned Bun and Node peers, the floor. It skips nothing:
+//! (target/debug), with shorter runs than `--quick`'s own: real PostgreSQL and Redis, the pinned Bun and Node peers, the floor. It skips nothing:
 //! when something is missing it fails with the step that installs it. No figure is asserted, only that every
 //! cell passed its checks and every run counted and was recorded as the schema says.
 
@@ -24,7 +24,10 @@ fn quick_comparison_of_every_workload() {
     let out = tempfile::tempdir().expect("temp dir");
     let (server, loader) = common::cores();
     let run = common::compare_into(&bin_dir, out.path())
-        .args(["--quick", "--server-cores", &server, "--loader-cores", &loader, "--db-cores", &loader])
+        // Shorter runs than --quick's 2 s after 1 s of warmup: nothing here is a figure, and this one test
+        // was 40% of the test suite's time.
+        .args(["--quick", "--duration", "1s", "--warmup", "500ms"])
+        .args(["--server-cores", &server, "--loader-cores", &loader, "--db-cores", &loader])
         .output()
         .expect("run compare");
     let stderr = String::from_utf8_lossy(&run.stderr);

@@ -116,20 +116,7 @@ pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
     let meta = RunMeta {
         command,
         target: target.url.clone(),
-        config: RunConfig {
-            threads: threads as u32,
-            connections: args.connections,
-            duration_s: args.duration.as_secs_f64(),
-            warmup_s: args.warmup.as_secs_f64(),
-            timeout_ms: args.timeout.as_millis() as u64,
-            method: args.method.to_ascii_uppercase(),
-            pipeline: args.pipeline,
-            mode: if args.rate.is_some() { "open" } else { "closed" }.to_string(),
-            rate: args.rate,
-            schedule: args.rate.map(|_| format!("{:?}", args.schedule).to_ascii_lowercase()),
-            source: shared.source.description.clone(),
-            pin: pins.map(|p| (0..threads).map(|i| p[i % p.len()]).collect()),
-        },
+        config: RunConfig::new(args, threads, shared.source.description.clone(), pins.as_deref()),
         started_unix_ms,
         duration_s: measured.as_secs_f64().max(1e-3),
     };

@@ -186,25 +186,22 @@ mod tests {
     use super::*;
     use crate::report::{RunConfig, RunMeta};
     use crate::stats::WorkerStats;
+    use clap::Parser;
 
+    /// A run as `loadgen -tN -cN -d10s --warmup 1s [-R RATE --schedule poisson] URL` would record it, one thread
+    /// per CPU.
     fn meta(threads: u32, connections: u32, rate: Option<f64>) -> RunMeta {
+        let url = "http://127.0.0.1:3000/";
+        let mut command = vec!["loadgen".to_string(), format!("-t{threads}"), format!("-c{connections}")];
+        command.extend(["-d10s".into(), "--warmup=1s".into()]);
+        command.extend(rate.into_iter().flat_map(|r| [format!("-R{r}"), "--schedule=poisson".into()]));
+        command.push(url.into());
+        let args = crate::cli::Cli::try_parse_from(&command).unwrap_or_else(|e| panic!("{e}")).run;
+        let cpus: Vec<usize> = (0..threads as usize).collect();
         RunMeta {
-            command: vec!["loadgen".into(), "http://127.0.0.1:3000/".into()],
-            target: "http://127.0.0.1:3000/".into(),
-            config: RunConfig {
-                threads,
-                connections,
-                duration_s: 10.0,
-                warmup_s: 1.0,
-                timeout_ms: 2000,
-                method: "GET".into(),
-                pipeline: 1,
-                mode: if rate.is_some() { "open" } else { "closed" }.into(),
-                rate,
-                schedule: rate.map(|_| "poisson".into()),
-                source: "url".into(),
-                pin: Some((0..threads as usize).collect()),
-            },
+            config: RunConfig::new(&args, threads as usize, "url".into(), Some(&cpus)),
+            command,
+            target: url.into(),
             started_unix_ms: 1_700_000_000_000,
             duration_s: 10.0,
         }

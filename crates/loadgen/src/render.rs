@@ -245,25 +245,19 @@ mod tests {
     use super::*;
     use crate::report::{RunConfig, RunMeta};
     use crate::stats::WorkerStats;
+    use clap::Parser;
 
+    /// A run as `loadgen -c64 [-R RATE] URL` would record it, its one thread pinned to CPU 1.
     fn meta(rate: Option<f64>) -> RunMeta {
+        let url = "http://127.0.0.1:3000/api/hello";
+        let mut command = vec!["loadgen".to_string(), "-c64".into()];
+        command.extend(rate.map(|r| format!("-R{r}")));
+        command.push(url.into());
+        let args = crate::cli::Cli::try_parse_from(&command).unwrap_or_else(|e| panic!("{e}")).run;
         RunMeta {
-            command: vec!["loadgen".into(), "-c64".into(), "http://127.0.0.1:3000/api/hello".into()],
-            target: "http://127.0.0.1:3000/api/hello".into(),
-            config: RunConfig {
-                threads: 1,
-                connections: 64,
-                duration_s: 10.0,
-                warmup_s: 0.0,
-                timeout_ms: 2000,
-                method: "GET".into(),
-                pipeline: 1,
-                mode: if rate.is_some() { "open" } else { "closed" }.into(),
-                rate,
-                schedule: rate.map(|_| "uniform".into()),
-                source: "url".into(),
-                pin: Some(vec![1]),
-            },
+            config: RunConfig::new(&args, 1, "url".into(), Some(&[1])),
+            command,
+            target: url.into(),
             started_unix_ms: 1_700_000_000_000,
             duration_s: 10.0,
         }

@@ -8,6 +8,7 @@ use base64::engine::general_purpose::STANDARD;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 
+use crate::cli::RunArgs;
 use crate::stats::{Errors, WorkerStats};
 
 /// Bumped when a field changes meaning; readers refuse other versions.
@@ -70,6 +71,27 @@ pub struct RunConfig {
     pub source: String,
     /// CPUs the threads were pinned to, in thread order.
     pub pin: Option<Vec<usize>>,
+}
+
+impl RunConfig {
+    /// How a run was asked for (`args`) and started: `threads` threads sending `source`, thread `i` pinned
+    /// to `pins[i % pins.len()]`.
+    pub fn new(args: &RunArgs, threads: usize, source: String, pins: Option<&[usize]>) -> RunConfig {
+        RunConfig {
+            threads: threads as u32,
+            connections: args.connections,
+            duration_s: args.duration.as_secs_f64(),
+            warmup_s: args.warmup.as_secs_f64(),
+            timeout_ms: args.timeout.as_millis() as u64,
+            method: args.method.to_ascii_uppercase(),
+            pipeline: args.pipeline,
+            mode: if args.rate.is_some() { "open" } else { "closed" }.to_string(),
+            rate: args.rate,
+            schedule: args.rate.map(|_| format!("{:?}", args.schedule).to_ascii_lowercase()),
+            source,
+            pin: pins.map(|p| (0..threads).map(|i| p[i % p.len()]).collect()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]

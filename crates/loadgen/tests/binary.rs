@@ -100,20 +100,7 @@ fn more_threads_than_connections_warns_and_runs() {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("report.json");
     let url = server.url("/");
-    let exit = loadgen_bin(&[
-        "-t",
-        "4",
-        "-c",
-        "2",
-        "-d",
-        "300ms",
-        "--timeout",
-        "2s",
-        "--no-progress",
-        "--json",
-        s(&json),
-        &url,
-    ]);
+    let exit = loadgen_bin(&["-t4", "-c2", "-d300ms", "--timeout=2s", "--no-progress", "--json", s(&json), &url]);
     assert_eq!(exit.code, Some(0), "stderr {:?}", exit.stderr);
     assert!(!exit.stderr_lines().is_empty(), "no warning about 4 threads for 2 connections");
     assert!(exit.stderr.to_lowercase().contains("thread"), "the warning does not mention threads: {:?}", exit.stderr);

@@ -2,6 +2,7 @@
 //! (closed loop, open loop, merged) validate, and the schema is strict enough to catch a missing or stray
 //! field.
 
+use clap::Parser;
 use loadgen::merge::merge;
 use loadgen::report::{Report, RunConfig, RunMeta, SCHEMA};
 use loadgen::stats::WorkerStats;
@@ -21,24 +22,17 @@ fn assert_valid(v: &jsonschema::Validator, instance: &Value) {
     assert!(errors.is_empty(), "report does not match the schema:\n{}", errors.join("\n"));
 }
 
+/// A two-thread run as `loadgen -t2 -c8 -d2s --warmup 0.5s [-R RATE] URL` would record it.
 fn meta(rate: Option<f64>, pinned: bool) -> RunMeta {
+    let url = "http://127.0.0.1:3000/api/hello";
+    let mut command: Vec<String> = ["loadgen", "-t2", "-c8", "-d2s", "--warmup=0.5s"].map(String::from).into();
+    command.extend(rate.map(|r| format!("-R{r}")));
+    command.push(url.into());
+    let args = loadgen::cli::Cli::try_parse_from(&command).unwrap_or_else(|e| panic!("{e}")).run;
     RunMeta {
-        command: vec!["loadgen".into(), "-t2".into(), "-c8".into(), "http://127.0.0.1:3000/api/hello".into()],
-        target: "http://127.0.0.1:3000/api/hello".into(),
-        config: RunConfig {
-            threads: 2,
-            connections: 8,
-            duration_s: 2.0,
-            warmup_s: 0.5,
-            timeout_ms: 2000,
-            method: "GET".into(),
-            pipeline: 1,
-            mode: if rate.is_some() { "open" } else { "closed" }.into(),
-            rate,
-            schedule: rate.map(|_| "uniform".into()),
-            source: "template /v1/{id}".into(),
-            pin: pinned.then(|| vec![0, 1]),
-        },
+        config: RunConfig::new(&args, 2, "template /v1/{id}".into(), pinned.then_some(&[0, 1][..])),
+        command,
+        target: url.into(),
         started_unix_ms: 1_700_000_000_123,
         duration_s: 2.0,
     }

@@ -134,23 +134,10 @@ fn headers_method_and_body_are_sent() {
     let body: &[u8] = b"line one\r\nline two\n\x00\xff binary \xfe end";
     let (_dir, file) = temp_file("body.bin", body);
     let server = Server::routes();
-    let ran = run(&[
-        "-c",
-        "2",
-        "-d",
-        "300ms",
-        "--timeout",
-        "2s",
-        "-H",
-        "X-Test: 1",
-        "-H",
-        "X-Other: two words",
-        "-m",
-        "POST",
-        "--body-file",
-        s(&file),
-        &server.url("/submit?q=1"),
-    ]);
+    let url = server.url("/submit?q=1");
+    let headers = ["-H", "X-Test: 1", "-H", "X-Other: two words"];
+    let ran =
+        run(&[&["-c2", "-d300ms", "--timeout=2s", "-mPOST", "--body-file", s(&file)], &headers[..], &[&url]].concat());
     ran.assert_no_errors();
     assert!(ran.report.responses > 0);
     let recorded = server.recorded();
