@@ -36,12 +36,23 @@ pub struct ServerSpec {
     pub cwd: PathBuf,
     /// Not started at all: a server already listening on this port, with its pid when known (`--target`).
     pub attach: Option<(u16, Option<u32>)>,
+    /// stdout into /dev/null rather than the log (a request log that writes a line per request would fill
+    /// the disk); stderr still goes to the log.
+    pub discard_stdout: bool,
 }
 
 impl ServerSpec {
     pub fn new(name: &str, program: PathBuf) -> ServerSpec {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        ServerSpec { name: name.to_string(), program, args: Vec::new(), env: Vec::new(), cwd, attach: None }
+        ServerSpec {
+            name: name.to_string(),
+            program,
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd,
+            attach: None,
+            discard_stdout: false,
+        }
     }
 }
 
@@ -104,7 +115,8 @@ impl Server {
             }
         }
         cmd.envs(spec.env.iter().map(|(k, v)| (k, subst(v))));
-        cmd.current_dir(&spec.cwd).stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
+        let stdout = if spec.discard_stdout { Stdio::null() } else { Stdio::from(out.try_clone()?) };
+        cmd.current_dir(&spec.cwd).stdin(Stdio::null()).stdout(stdout).stderr(out);
         // taskset execs the server, so the child's pid is the server's own.
         let started = Instant::now();
         let proc = Spawned::spawn(cmd, &spec.name).with_context(|| format!("starting {}", spec.program.display()))?;

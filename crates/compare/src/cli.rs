@@ -44,7 +44,8 @@ pub struct RunArgs {
     /// Comma list of hello-bare, hello-default, notes-read, notes-write, metadata (or `all`).
     #[arg(long, env = "COMPARE_WORKLOADS", default_value = "all", display_order = 0)]
     pub workloads: String,
-    /// Comma list of rust, bun, node, koa (hello only), floor (or `all`); rust's answers are the reference.
+    /// Comma list of rust, bun, node, flight-node (the real Flight 2.0.2, hello-default), koa (hello-bare),
+    /// floor (or `all`); rust's answers are the reference.
     #[arg(long, env = "COMPARE_RUNTIMES", default_value = "all", display_order = 1)]
     pub runtimes: String,
     /// One more cell per workload, repeatable: `NAME=http://127.0.0.1:PORT[,pid=PID]` for a server already
@@ -161,8 +162,8 @@ impl RunArgs {
         let server = &m.server_cores;
         let mut runtimes = runtimes::parse_list(&self.runtimes)?;
         if server.len() > 1 {
-            // N cores: rust runs N workers, Node a cluster of N, Bun N processes sharing the port. koa (Flight's
-            // one worker) and the floor (one thread) would leave cores idle and their ratios would mean nothing.
+            // N cores: rust runs N workers, Node and Flight a cluster of N, Bun N processes sharing the port. koa
+            // (one process) and the floor (one thread) would leave cores idle and their ratios would mean nothing.
             let dropped: Vec<&str> = runtimes.iter().filter(|r| !r.scales_to_cores()).map(|r| r.name()).collect();
             if !dropped.is_empty() {
                 eprintln!(
@@ -297,7 +298,8 @@ mod tests {
         assert_eq!(c.runtimes.iter().map(|r| r.name()).collect::<Vec<_>>(), ["rust", "mine"]);
         let c = parse(&["--server-cores", "0,1", "--loader-cores", "1"]).expect("two cores");
         assert_eq!(c.server_processes, 2);
-        assert_eq!(c.runtimes, [Runtime::Rust, Runtime::Bun, Runtime::Node], "koa and floor are one process");
+        let scaling = [Runtime::Rust, Runtime::Bun, Runtime::Node, Runtime::FlightNode];
+        assert_eq!(c.runtimes, scaling, "koa and floor are one process");
         assert!(parse(&["--server-cores", "0,1", "--runtimes", "floor"]).is_err());
     }
 

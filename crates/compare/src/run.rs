@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 
 use crate::cells::{self, Bench, Reference, RunInput};
 use crate::cli::{Config, RunArgs};
-use crate::deps::{Deps, DepsOptions};
+use crate::deps::{self, Deps, DepsOptions};
 use crate::format::num;
 use crate::measure;
 use crate::process::{self, check_interrupted};
@@ -81,6 +81,11 @@ impl WorkloadRun<'_> {
             ..ServerEnv::default()
         };
         match self.workload().service {
+            // Flight keeps its sessions (and in production its rate limit and cache) in Redis.
+            Service::Flight if rt == Runtime::FlightNode => {
+                let deps = self.deps.context("flight-node needs Redis")?;
+                env.redis_url = Some(deps.redis_url());
+            }
             Service::Flight => {}
             Service::Metadata => env.metadata_db = self.metadata.map(|m| m.db.clone()),
             Service::Ladder => {
@@ -185,7 +190,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
 
     // Stopped when this function returns, however it returns (Deps' drop).
     let needs_pg = |w: &Workload| w.service == Service::Scribe || w.name == "ladder-postgres";
-    let deps = if cfg.workloads.iter().any(needs_pg) {
+    let needs_redis = |w: &Workload| cfg.runtimes.iter().any(|r| *r == Runtime::FlightNode && r.serves(w));
+    let deps = if cfg.workloads.iter().any(|w| needs_pg(w) || needs_redis(w)) {
         let d = Deps::start(&DepsOptions {
             cores: cfg.db_cores.clone(),
             database_url: cfg.database_url.clone(),
@@ -463,8 +469,18 @@ fn check_cells(
                 None => wr.plan.probes.get(wr.plan.primary).and_then(|p| p.contract.as_ref()).map(|c| c.body.clone()),
             };
         }
+        let redis_down = match rt {
+            Runtime::FlightNode => {
+                wr.server_env(rt, Purpose::Check)?.redis_url.and_then(|url| deps::redis_unanswered(&url))
+            }
+            _ => None,
+        };
         if rt == Runtime::Floor && wr.floor_body.is_none() {
             rec.void_because("no reference answer for the floor to serve (every other runtime's check failed)");
+        } else if let Some(why) = redis_down {
+            // Flight waits on Redis without a deadline (ioredis queues commands while it reconnects), so a
+            // dead Redis would show up as hung requests; fail the cell up front instead.
+            rec.void_because(why);
         } else {
             let spec = wr.spec(rt, Purpose::Check)?;
             let only = (rt == Runtime::Floor).then_some(wr.plan.primary);

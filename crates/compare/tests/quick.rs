@@ -49,7 +49,8 @@ fn quick_comparison_of_every_workload() {
         let w = compare::workloads::by_name(workload).expect("workload");
         let koa = compare::runtimes::Runtime::Koa.serves(&w).then_some("koa");
         let floor = compare::runtimes::Runtime::Floor.serves(&w).then_some("floor");
-        for runtime in ["rust", "bun", "node"].into_iter().chain(koa).chain(floor) {
+        let flight = compare::runtimes::Runtime::FlightNode.serves(&w).then_some("flight-node");
+        for runtime in ["rust", "bun", "node"].into_iter().chain(flight).chain(koa).chain(floor) {
             let of =
                 |k: Kind| recs.iter().filter(move |r| r.workload == workload && r.runtime == runtime && r.kind == k);
             let voids: Vec<String> = recs
