@@ -41,11 +41,12 @@ pub enum Cmd {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Comma list of hello-bare, hello-default, notes-read, notes-write, metadata (or `all`).
+    /// Comma list of hello-bare, hello-default, hello-production, notes-read, notes-write, metadata, ladder-empty,
+    /// ladder-validate, ladder-sqlite, ladder-postgres (or `all`).
     #[arg(long, env = "COMPARE_WORKLOADS", default_value = "all", display_order = 0)]
     pub workloads: String,
-    /// Comma list of rust, bun, node, flight-node (the real Flight 2.0.2, hello-default), koa (hello-bare),
-    /// floor (or `all`); rust's answers are the reference.
+    /// Comma list of rust, bun, node, flight-node (the real Flight 2.0.2, hello-default and -production),
+    /// koa (hello-bare), floor (or `all`); rust's answers are the reference.
     #[arg(long, env = "COMPARE_RUNTIMES", default_value = "all", display_order = 1)]
     pub runtimes: String,
     /// One more cell per workload, repeatable: `NAME=http://127.0.0.1:PORT[,pid=PID]` for a server already

@@ -15,6 +15,7 @@ use crate::charts;
 use crate::format::{num, shell_join};
 use crate::records::{Kind, Record, ordered};
 use crate::stats::{Spread, spread};
+use crate::workloads;
 
 /// One runtime in one workload, summarized.
 #[derive(Debug, Clone, PartialEq)]
@@ -221,6 +222,9 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
             conns.map_or("—".into(), |c| c.to_string()),
             dur.map_or(String::new(), |d| format!(", runs of {} s", num(d, 1)))
         );
+        if let Some(layers) = workloads::same_work(w) {
+            let _ = writeln!(out, "Same work: {layers}\n");
+        }
         if let (Some(md), false) = (md_path, bars(&summary).is_empty()) {
             let svg = charts::svg_path(md, w);
             let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

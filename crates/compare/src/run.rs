@@ -82,8 +82,8 @@ impl WorkloadRun<'_> {
         };
         match self.workload().service {
             // Flight keeps its sessions (and in production its rate limit and cache) in Redis.
-            Service::Flight if rt == Runtime::FlightNode => {
-                let deps = self.deps.context("flight-node needs Redis")?;
+            Service::Flight if runtimes::uses_redis(rt, self.workload()) => {
+                let deps = self.deps.context("this workload needs Redis")?;
                 env.redis_url = Some(deps.redis_url());
             }
             Service::Flight => {}
@@ -190,7 +190,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
 
     // Stopped when this function returns, however it returns (Deps' drop).
     let needs_pg = |w: &Workload| w.service == Service::Scribe || w.name == "ladder-postgres";
-    let needs_redis = |w: &Workload| cfg.runtimes.iter().any(|r| *r == Runtime::FlightNode && r.serves(w));
+    let needs_redis = |w: &Workload| cfg.runtimes.iter().any(|r| r.serves(w) && runtimes::uses_redis(*r, w));
     let deps = if cfg.workloads.iter().any(|w| needs_pg(w) || needs_redis(w)) {
         let d = Deps::start(&DepsOptions {
             cores: cfg.db_cores.clone(),
@@ -516,7 +516,7 @@ fn check_cells(
 
     // Every response under load must be the reference's, where the workload has one body.
     let expected = reference.as_ref().and_then(|(_, a)| a.get(wr.plan.primary)?.as_ref().ok().map(|a| a.body.clone()));
-    let one_body = matches!(name, "hello-bare" | "hello-default" | "notes-read") || name.starts_with("ladder-");
+    let one_body = name.starts_with("hello-") || name == "notes-read" || name.starts_with("ladder-");
     if let (true, Some(body)) = (one_body, expected) {
         let file = workdir.join(format!("{name}-expected-body"));
         std::fs::write(&file, body)?;

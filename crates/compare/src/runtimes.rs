@@ -57,9 +57,12 @@ impl Runtime {
     /// is whatever the user says it is: its check voids it where it is not.
     pub fn serves(self, workload: &Workload) -> bool {
         match self {
-            Runtime::FlightNode => workload.name == "hello-default",
+            Runtime::FlightNode => matches!(workload.flight_profile, Some("default" | "production")),
             Runtime::Koa => workload.name == "hello-bare",
-            Runtime::Floor => workload.service != Service::Ladder && workload.name != "hello-default",
+            Runtime::Floor => {
+                workload.service != Service::Ladder
+                    && !matches!(workload.flight_profile, Some("default" | "production"))
+            }
             _ => true,
         }
     }
@@ -251,9 +254,17 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
             spec.args.push(paths.flight_js().to_string_lossy().into_owned());
             spec.discard_stdout = true;
             spec.env = vec![("NODE_ENV".to_string(), "production".to_string())];
-            // Anything but `production` or `development` is Flight's API-only stack: request log, sessions
-            // (Redis store), CORS and the body parser in front of the routes.
-            spec.env.push(("FLIGHT_MODE".into(), "api".into()));
+            if workload.flight_profile == Some("production") {
+                // Its production stack from built assets (no `vite build` at start), in the form its README
+                // gives API-only workers (no SPA fallback); its backend routes still answer in front of it.
+                spec.env.push(("FLIGHT_MODE".into(), "production".into()));
+                spec.env.push(("FLIGHT_DISABLE_VITE".into(), "1".into()));
+                spec.env.push(("FLIGHT_DISABLE_SPA_PIPELINE".into(), "1".into()));
+            } else {
+                // Anything but `production` or `development` is Flight's API-only stack: request log, sessions
+                // (Redis store), CORS and the body parser in front of the routes.
+                spec.env.push(("FLIGHT_MODE".into(), "api".into()));
+            }
             spec.env.push(("FLIGHT_MAX_WORKERS".into(), processes.to_string()));
             spec.env.push(("FLIGHT_APP_SECRET".into(), "compare-flight-node-secret".into()));
             spec.env.extend([("FLIGHT_PORT".into(), "{port}".into()), ("FLIGHT_HOSTNAME".into(), "127.0.0.1".into())]);
@@ -268,16 +279,32 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
         }
         (Runtime::Rust, Service::Flight) => {
             spec.env = rust_env("FLIGHT");
-            spec.env.push(("FLIGHT_MIDDLEWARE".into(), workload.flight_profile.unwrap_or("bare").into()));
+            let profile = workload.flight_profile.unwrap_or("bare");
+            spec.env.push(("FLIGHT_MIDDLEWARE".into(), profile.into()));
+            if profile == "production" {
+                spec.env.extend(production_env(env, "FLIGHT_REDIS_URL", 1));
+            }
             spec.env.extend([("FLIGHT_PORT".into(), "{port}".into()), ("FLIGHT_HOSTNAME".into(), "127.0.0.1".into())]);
         }
         (Runtime::Bun | Runtime::Node, Service::Flight) => {
             spec.cwd = peers.clone();
-            spec.args = match runtime {
-                Runtime::Bun => vec!["run".into(), peer("flight/hello-bun.ts")],
-                _ => vec![peer("flight/hello-node.mjs")],
+            // bare: the hello peers (no middleware); default and production: the peers that run Flight's Bun
+            // build's middleware onion (bench/peers/flight/edge.mjs), so every runtime does the same work.
+            let profile = workload.flight_profile.unwrap_or("bare");
+            let script = match (runtime, profile) {
+                (Runtime::Bun, "bare") => "flight/hello-bun.ts",
+                (_, "bare") => "flight/hello-node.mjs",
+                (Runtime::Bun, _) => "flight/app-bun.ts",
+                _ => "flight/app-node.mjs",
             };
+            spec.args = if runtime == Runtime::Bun { vec!["run".into(), peer(script)] } else { vec![peer(script)] };
             spec.env = js_env;
+            if profile != "bare" {
+                spec.env.push(("FLIGHT_PROFILE".into(), profile.into()));
+            }
+            if profile == "production" {
+                spec.env.extend(production_env(env, "REDIS_URL", if runtime == Runtime::Bun { 2 } else { 3 }));
+            }
             spec.env.extend([("PORT".into(), "{port}".into()), ("HOSTNAME".into(), "127.0.0.1".into())]);
         }
         (_, Service::Scribe) => {
@@ -341,6 +368,35 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
         }
     }
     spec
+}
+
+/// Whether `runtime` keeps state in Redis on `workload`: Flight's sessions (flight-node in every mode), and
+/// the production profile's sessions, rate limit and cache everywhere.
+pub fn uses_redis(runtime: Runtime, workload: &Workload) -> bool {
+    workload.service == Service::Flight
+        && (runtime == Runtime::FlightNode
+            || (workload.flight_profile == Some("production")
+                && matches!(runtime, Runtime::Rust | Runtime::Bun | Runtime::Node)))
+}
+
+/// `url` on Redis database `index`: the production cells each get their own, so no runtime's check or run
+/// is answered from another's cache (the keys are the same on every runtime).
+fn redis_db(url: &str, index: u8) -> String {
+    let rest = url.strip_prefix("redis://").unwrap_or(url);
+    format!("redis://{}/{index}", rest.split('/').next().unwrap_or(rest))
+}
+
+/// The production profile's settings every Flight port takes alike: a secret of its own (required there),
+/// a rate limit no run reaches (a 429 would void it), and Redis under `url_key` on database `index`.
+fn production_env(env: &ServerEnv, url_key: &str, index: u8) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("FLIGHT_APP_SECRET".to_string(), "compare-production-secret-of-at-least-32-bytes".to_string()),
+        ("FLIGHT_RATE_LIMIT".to_string(), "1000000000".to_string()),
+    ];
+    if let Some(url) = &env.redis_url {
+        out.push((url_key.to_string(), redis_db(url, index)));
+    }
+    out
 }
 
 /// `host` and `port` of a `redis://[user@]host:port[/db]` URL (what Flight's FLIGHT_REDIS_HOST/PORT take).
@@ -505,8 +561,27 @@ mod tests {
         assert!(s.env.contains(&("FLIGHT_MIDDLEWARE".into(), "default".into())));
         assert!(s.env.contains(&("FLIGHT_PORT".into(), "{port}".into())));
         let s = server_spec(Runtime::Bun, &w, &paths(), &ServerEnv::default());
-        assert_eq!(s.args, ["run", "/repo/bench/peers/flight/hello-bun.ts"]);
+        assert_eq!(s.args, ["run", "/repo/bench/peers/flight/app-bun.ts"]);
+        assert!(s.env.contains(&("FLIGHT_PROFILE".into(), "default".into())));
         assert_eq!(s.cwd, PathBuf::from("/repo/bench/peers"));
+        let bare = workloads::by_name("hello-bare").expect("workload");
+        assert_eq!(
+            server_spec(Runtime::Node, &bare, &paths(), &ServerEnv::default()).args,
+            ["/repo/bench/peers/flight/hello-node.mjs"]
+        );
+        let production = workloads::by_name("hello-production").expect("workload");
+        let redis = ServerEnv { redis_url: Some("redis://127.0.0.1:7000".into()), ..ServerEnv::default() };
+        let urls: Vec<String> = [Runtime::Rust, Runtime::Bun, Runtime::Node]
+            .into_iter()
+            .map(|rt| server_spec(rt, &production, &paths(), &redis))
+            .filter_map(|s| s.env.into_iter().find(|(k, _)| k.ends_with("REDIS_URL")).map(|(_, v)| v))
+            .collect();
+        assert_eq!(urls, ["redis://127.0.0.1:7000/1", "redis://127.0.0.1:7000/2", "redis://127.0.0.1:7000/3"]);
+        assert_eq!(redis_db("redis://u@h:1/9", 2), "redis://u@h:1/2");
+        let node = server_spec(Runtime::FlightNode, &production, &paths(), &redis);
+        assert!(node.env.contains(&("FLIGHT_MODE".into(), "production".into())));
+        assert!(node.env.contains(&("FLIGHT_DISABLE_VITE".into(), "1".into())));
+        assert!(!Runtime::Floor.serves(&production) && Runtime::Floor.serves(&bare));
         let notes = workloads::by_name("notes-read").expect("workload");
         let env = ServerEnv { database_url: Some("postgres://x/db".into()), ..ServerEnv::default() };
         let s = server_spec(Runtime::Node, &notes, &paths(), &env);

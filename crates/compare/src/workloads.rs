@@ -31,9 +31,10 @@ pub struct Workload {
     pub content_type_essence: bool,
 }
 
-pub const NAMES: [&str; 9] = [
+pub const NAMES: [&str; 10] = [
     "hello-bare",
     "hello-default",
+    "hello-production",
     "notes-read",
     "notes-write",
     "metadata",
@@ -67,6 +68,7 @@ pub fn by_name(name: &str) -> Option<Workload> {
         "hello-bare" => hello("hello-bare", "bare"),
         // The real Flight (Koa) sends `application/json; charset=utf-8`, which its clients ignore.
         "hello-default" => Workload { content_type_essence: true, ..hello("hello-default", "default") },
+        "hello-production" => Workload { content_type_essence: true, ..hello("hello-production", "production") },
         "notes-read" => notes("notes-read", 100),
         "notes-write" => notes("notes-write", 50),
         "metadata" => Workload {
@@ -85,6 +87,30 @@ pub fn by_name(name: &str) -> Option<Workload> {
             also_ok: &[],
             content_type_essence: false,
         },
+        _ => return None,
+    })
+}
+
+/// The report's "same work" line: the layers each runtime runs per request on a workload, where the
+/// runtimes' stacks differ in form. The hello workloads' layers are listed per runtime in
+/// crates/compare/README.md.
+pub fn same_work(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "hello-bare" => "every runtime answers from its route table with no middleware (koa: Koa 3 + @koa/router).",
+        "hello-default" => {
+            "rust, bun and node run security headers, CORS and compression (bun and node as Flight's Bun build \
+             does: an onion of layers, gzip only; rust also speaks br and zstd, and a 32-byte body is under every \
+             threshold, so nothing is compressed). flight-node runs what Flight 2.0.2 runs in front of a backend \
+             route: koa-logger (to /dev/null), koa-session (Redis store; the route never touches it), @koa/cors \
+             and koa-bodyparser; it has no security headers."
+        }
+        "hello-production" => {
+            "rust, bun and node: hello-default's layers plus a fixed-window rate limit, sessions and a response \
+             cache, all in Redis (each runtime on its own database), so after the first request the answer is a \
+             cache hit: two Redis round trips per request. flight-node: as in hello-default, because Flight \
+             mounts backend routes in front of its production middleware (compression, rate limit, koa-cash, \
+             static files), which never sees /api/hello."
+        }
         _ => return None,
     })
 }
@@ -302,14 +328,13 @@ impl Plan {
         let mut probe = Probe::get("hello", "/api/hello");
         probe.contract =
             Some(Answer { status: 200, content_type: Some("application/json".into()), body: HELLO_BODY.to_vec() });
-        Plan {
-            load: LoadSpec::get("/api/hello", workload.connections),
-            workload,
-            ready_path: "/api/hello".into(),
-            probes: vec![probe],
-            primary: 0,
-            prime: None,
+        let mut load = LoadSpec::get("/api/hello", workload.connections);
+        if workload.flight_profile != Some("bare") {
+            // What a browser sends: a cross-origin request, so CORS answers it, and the encodings it takes, so
+            // compression decides (the hello body is under every runtime's 1,024-byte threshold).
+            load.headers = vec!["Origin: http://app.example".into(), "Accept-Encoding: gzip, br".into()];
         }
+        Plan { load, workload, ready_path: "/api/hello".into(), probes: vec![probe], primary: 0, prime: None }
     }
 
     /// One rung of the ladder: its route with the same valid body every time (the empty rung takes none),
