@@ -19,7 +19,15 @@ fn run_hello_default(extra: &[&str]) -> (std::process::Output, Vec<records::Reco
         .args(extra)
         .output()
         .expect("run compare");
-    let recs = records::read_jsonl(&common::jsonl_files(out.path())).expect("records");
+    let files = common::jsonl_files(out.path());
+    let v = common::validator();
+    for line in files
+        .iter()
+        .flat_map(|f| std::fs::read_to_string(f).expect("jsonl").lines().map(String::from).collect::<Vec<_>>())
+    {
+        common::assert_valid(&v, &serde_json::from_str(&line).expect("JSON line"));
+    }
+    let recs = records::read_jsonl(&files).expect("records");
     (run, recs, out)
 }
 
