@@ -8,11 +8,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/install-test-deps.sh
 
 # The fuzz targets' release build (about 14 CPU-minutes here) needs nothing from the steps below, so it starts
-# now, in its own process group under SCHED_IDLE: it only gets CPU time that lint, build and tests leave idle
-# (they preempt it at once), and the fuzz step at the end finds it built. Killed if this script exits early.
+# now under SCHED_IDLE: it only gets CPU time that lint, build and tests leave idle (they preempt it at once),
+# and the fuzz step at the end finds it built. Job control (`set -m`) gives it a process group of its own, so
+# an early exit can kill all of it; not `setsid`, whose new session would put it in its own scheduler
+# autogroup, which the kernel shares CPU with as an equal, idle policy or not. Killed if this script exits early.
 fuzz_build_log="$(mktemp)"
-setsid chrt --idle 0 bash scripts/fuzz.sh --build-only >"$fuzz_build_log" 2>&1 &
+set -m
+chrt --idle 0 bash scripts/fuzz.sh --build-only >"$fuzz_build_log" 2>&1 &
 fuzz_build=$!
+set +m
 trap 'kill -- -"$fuzz_build" 2>/dev/null || true; rm -f "$fuzz_build_log"' EXIT
 
 echo "== cargo fmt --check"
