@@ -44,13 +44,14 @@ case "$1" in
   run)
     hp=$(echo "$7" | cut -d: -f2)
     # Out of compare's process group, as a container would be: compare ends what it spawned by group.
-    FLIGHT_PORT=$hp FLIGHT_HOSTNAME=127.0.0.1 FLIGHT_WORKERS=1 setsid '{flight}' >/dev/null 2>&1 &
+    FLIGHT_PORT=$hp FLIGHT_HOSTNAME=127.0.0.1 FLIGHT_WORKERS=1 setsid '{flight}' >>'{servers}' 2>&1 &
     echo $! ;;
   rm) kill "$3" && echo "$3" ;;
   *) echo "unexpected: $*" >&2; exit 1 ;;
 esac
 "#,
         log = log.display(),
+        servers = dir.path().join("servers.log").display(),
         flight = flight.display()
     );
     std::fs::write(&shim, script).expect("write the shim");
@@ -71,7 +72,9 @@ esac
     let row =
         |name: &str| stdout.lines().find(|l| l.starts_with(&format!("| {name} "))).unwrap_or_default().to_string();
     let flight_row = row("flight-rs");
-    assert!(flight_row.contains("| 12.0 |") && flight_row.contains("| 3 |"), "{flight_row}");
+    // What the shim's servers said (a start that never listened shows its reason here).
+    let servers = std::fs::read_to_string(dir.path().join("servers.log")).unwrap_or_default();
+    assert!(flight_row.contains("| 12.0 |") && flight_row.contains("| 3 |"), "{flight_row}\nservers:\n{servers}");
     assert!(row("scribe-rs").contains("not built here"), "{stdout}");
 
     let calls = std::fs::read_to_string(&log).expect("calls");
