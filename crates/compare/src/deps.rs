@@ -40,12 +40,21 @@ pub struct Deps {
     created: Mutex<HashSet<String>>,
 }
 
+/// `host` and `port` of a `redis://[user@]host:port[/db]` URL (what Flight's FLIGHT_REDIS_HOST/PORT take).
+pub fn redis_host_port(url: &str) -> Option<(String, u16)> {
+    let rest = url.strip_prefix("redis://")?;
+    let authority = rest.split('/').next()?;
+    let hostport = authority.rsplit('@').next()?;
+    let (host, port) = hostport.rsplit_once(':').unwrap_or((hostport, "6379"));
+    Some((host.trim_matches(['[', ']']).to_string(), port.parse().ok()?))
+}
+
 /// Why the Redis at `url` is not usable now (no PONG to a PING within 2 s), or `None` when it answers.
 pub fn redis_unanswered(url: &str) -> Option<String> {
     use std::io::{Read, Write};
     use std::net::{TcpStream, ToSocketAddrs};
     let within = std::time::Duration::from_secs(2);
-    let Some((host, port)) = crate::runtimes::redis_host_port(url) else {
+    let Some((host, port)) = redis_host_port(url) else {
         return Some(format!("Redis URL {url:?} has no host:port"));
     };
     let ask = || -> std::io::Result<Vec<u8>> {

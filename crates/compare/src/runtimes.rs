@@ -1,6 +1,7 @@
 //! The runtimes and how each is started per workload: rust (our release binaries), the Bun and Node peers in
 //! bench/peers (pinned in its package-lock.json), flight-node (the real Flight 2.0.2 from the npm registry,
-//! run as its published benchmark ran it), koa (bare Koa 3, the framework under Flight, hello-bare only), the floor (`compare floor`: pre-serialized bytes, the least any server can do per request) and
+//! run as its published benchmark ran it), koa (bare Koa 3, the framework under Flight, hello-bare only), the
+//! floor (`compare floor`: pre-serialized bytes, the least any server can do per request) and
 //! bring-your-own targets (`--target`, see target.rs). Env, ports and working directories stay as published
 //! results were measured with, so figures stay comparable across runs.
 
@@ -57,12 +58,9 @@ impl Runtime {
     /// is whatever the user says it is: its check voids it where it is not.
     pub fn serves(self, workload: &Workload) -> bool {
         match self {
-            Runtime::FlightNode => matches!(workload.flight_profile, Some("default" | "production")),
+            Runtime::FlightNode => workload.has_flight_middleware(),
             Runtime::Koa => workload.name == "hello-bare",
-            Runtime::Floor => {
-                workload.service != Service::Ladder
-                    && !matches!(workload.flight_profile, Some("default" | "production"))
-            }
+            Runtime::Floor => workload.service != Service::Ladder && !workload.has_flight_middleware(),
             _ => true,
         }
     }
@@ -268,7 +266,7 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
             spec.env.push(("FLIGHT_MAX_WORKERS".into(), processes.to_string()));
             spec.env.push(("FLIGHT_APP_SECRET".into(), "compare-flight-node-secret".into()));
             spec.env.extend([("FLIGHT_PORT".into(), "{port}".into()), ("FLIGHT_HOSTNAME".into(), "127.0.0.1".into())]);
-            if let Some((host, port)) = env.redis_url.as_deref().and_then(redis_host_port) {
+            if let Some((host, port)) = env.redis_url.as_deref().and_then(crate::deps::redis_host_port) {
                 spec.env.extend([("FLIGHT_REDIS_HOST".into(), host), ("FLIGHT_REDIS_PORT".into(), port.to_string())]);
             }
         }
@@ -397,15 +395,6 @@ fn production_env(env: &ServerEnv, url_key: &str, index: u8) -> Vec<(String, Str
         out.push((url_key.to_string(), redis_db(url, index)));
     }
     out
-}
-
-/// `host` and `port` of a `redis://[user@]host:port[/db]` URL (what Flight's FLIGHT_REDIS_HOST/PORT take).
-pub fn redis_host_port(url: &str) -> Option<(String, u16)> {
-    let rest = url.strip_prefix("redis://")?;
-    let authority = rest.split('/').next()?;
-    let hostport = authority.rsplit('@').next()?;
-    let (host, port) = hostport.rsplit_once(':').unwrap_or((hostport, "6379"));
-    Some((host.trim_matches(['[', ']']).to_string(), port.parse().ok()?))
 }
 
 /// The version a package.json under bench/peers/node_modules declares.
@@ -614,7 +603,7 @@ mod tests {
 
     #[test]
     fn redis_urls_give_flight_its_host_and_port() {
-        let hp = |u: &str| redis_host_port(u);
+        let hp = |u: &str| crate::deps::redis_host_port(u);
         assert_eq!(hp("redis://127.0.0.1:6390"), Some(("127.0.0.1".into(), 6390)));
         assert_eq!(hp("redis://user:pw@cache.local:7000/1"), Some(("cache.local".into(), 7000)));
         assert_eq!(hp("redis://[::1]:6379/0"), Some(("::1".into(), 6379)));

@@ -115,6 +115,13 @@ pub fn same_work(name: &str) -> Option<&'static str> {
     })
 }
 
+impl Workload {
+    /// A Flight workload with Flight's middleware on (default or production), the one flight-node can run.
+    pub fn has_flight_middleware(&self) -> bool {
+        matches!(self.flight_profile, Some("default" | "production"))
+    }
+}
+
 /// A comma list of workload names (`all` for every one), in the order given.
 pub fn parse_list(text: &str) -> anyhow::Result<Vec<Workload>> {
     if text.trim() == "all" {
