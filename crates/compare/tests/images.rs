@@ -43,15 +43,21 @@ case "$1" in
     esac ;;
   run)
     hp=$(echo "$7" | cut -d: -f2)
-    # Out of compare's process group, as a container would be: compare ends what it spawned by group.
-    FLIGHT_PORT=$hp FLIGHT_HOSTNAME=127.0.0.1 FLIGHT_WORKERS=1 setsid '{flight}' >>'{servers}' 2>&1 &
-    echo $! ;;
+    # Out of compare's process group, as a container would be: compare kills the group it spawned as soon
+    # as this call returns, so answer only once the server is in its own session (the pid file is written
+    # after setsid, by the process that then becomes flight-rs).
+    started='{dir}'/started-$hp
+    FLIGHT_PORT=$hp FLIGHT_HOSTNAME=127.0.0.1 FLIGHT_WORKERS=1 \
+      setsid sh -c 'echo $$ > "$0"; exec "$1"' "$started" '{flight}' >>'{servers}' 2>&1 </dev/null &
+    while [ ! -s "$started" ]; do sleep 0.01; done
+    cat "$started" ;;
   rm) kill "$3" && echo "$3" ;;
   *) echo "unexpected: $*" >&2; exit 1 ;;
 esac
 "#,
         log = log.display(),
         servers = dir.path().join("servers.log").display(),
+        dir = dir.path().display(),
         flight = flight.display()
     );
     std::fs::write(&shim, script).expect("write the shim");
