@@ -22,6 +22,8 @@ command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 # tests/tests/sql_injection.rs runs bounded sqlmap scans against scribe-rs.
 command -v sqlmap >/dev/null 2>&1 || need+=(sqlmap)
+# compare's tests/html_report.rs renders the HTML report in Debian's headless Chromium.
+command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)
 if [ "${#need[@]}" -gt 0 ]; then
   echo "install-test-deps: apt-get install ${need[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq

@@ -145,7 +145,7 @@ impl Server {
             if let Some(status) = self.exited() {
                 bail!("{} exited ({status}) before answering{}", self.name, self.log_tail(12));
             }
-            match crate::http::request(self.port, "GET", path, None, Duration::from_secs(2)) {
+            match crate::http::request(self.port, "GET", path, None, &[], Duration::from_secs(2)) {
                 Ok(r) if r.status == 200 => return Ok(self.started.elapsed()),
                 Ok(r) => last = Some(r.status),
                 Err(_) => {}

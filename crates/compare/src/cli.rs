@@ -41,11 +41,11 @@ pub enum Cmd {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Comma list of hello-bare, hello-default, hello-production, notes-read, notes-write, metadata, ladder-empty,
-    /// ladder-validate, ladder-sqlite, ladder-postgres (or `all`).
+    /// Comma list of hello-bare, hello-default, hello-production, json-2k, static, notes-read, notes-write,
+    /// metadata, ladder-empty, ladder-validate, ladder-sqlite, ladder-postgres (or `all`).
     #[arg(long, env = "COMPARE_WORKLOADS", default_value = "all", display_order = 0)]
     pub workloads: String,
-    /// Comma list of rust, bun, node, flight-node (the real Flight 2.0.2, hello-default and -production),
+    /// Comma list of rust, bun, node, flight-node (the real Flight 2.0.2: hello-default, -production, static),
     /// koa (hello-bare), floor (or `all`); rust's answers are the reference.
     #[arg(long, env = "COMPARE_RUNTIMES", default_value = "all", display_order = 1)]
     pub runtimes: String,

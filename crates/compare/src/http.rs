@@ -107,16 +107,20 @@ impl<S: Read + Write> Conn<S> {
 
 /// Sends one request to 127.0.0.1:`port` on a connection of its own (`Connection: close`) and reads the
 /// whole response. `body` is sent with the given content type; methods other than GET/HEAD get
-/// `Content-Length: 0` without one, as servers expect.
+/// `Content-Length: 0` without one, as servers expect. `headers` go out as given.
 pub fn request(
     port: u16,
     method: &str,
     target: &str,
     body: Option<(&str, &[u8])>,
+    headers: &[(&str, &str)],
     timeout: Duration,
 ) -> io::Result<Response> {
     let mut conn = Conn::connect_addr(SocketAddr::from((Ipv4Addr::LOCALHOST, port)), timeout)?;
     let mut head = format!("{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
     match body {
         Some((content_type, bytes)) => {
             head.push_str(&format!("Content-Type: {content_type}\r\nContent-Length: {}\r\n", bytes.len()))

@@ -139,7 +139,7 @@ pub fn engine_version(bin: &str) -> Result<String, String> {
 
 fn first_answer(port: u16, deadline: Instant) -> anyhow::Result<()> {
     loop {
-        match crate::http::request(port, "GET", "/healthz", None, Duration::from_secs(1)) {
+        match crate::http::request(port, "GET", "/healthz", None, &[], Duration::from_secs(1)) {
             Ok(_) => return Ok(()),
             Err(e) if Instant::now() >= deadline => {
                 bail!("no answer on /healthz within {} s: {e}", READY_TIMEOUT.as_secs())

@@ -4,7 +4,7 @@
 //! runs are interleaved round by round; server CPU per response comes from /proc over the whole process tree;
 //! any non-2xx or socket error voids a run. One JSON record per run is appended to
 //! `bench/results/<UTC stamp>-<hostname>.jsonl` (schemas/compare/record.schema.json), and a Markdown summary
-//! plus an SVG per workload are written next to it.
+//! plus an SVG per workload are written next to it, with the same summary as one self-contained HTML page.
 //!
 //! ```text
 //! bash bench/setup.sh && bash scripts/install-test-deps.sh
@@ -22,6 +22,7 @@ pub mod cli;
 pub mod deps;
 pub mod floor;
 pub mod format;
+pub mod html;
 pub mod http;
 pub mod images;
 pub mod measure;
@@ -33,6 +34,7 @@ pub mod report;
 pub mod run;
 pub mod runtimes;
 pub mod seeds;
+pub mod site;
 pub mod soak;
 pub mod stats;
 pub mod target;

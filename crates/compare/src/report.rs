@@ -448,7 +448,7 @@ pub fn command(args: &ReportArgs) -> ExitCode {
     };
     match rerender() {
         Ok(md) => {
-            eprintln!("compare: wrote {}", md.display());
+            eprintln!("compare: wrote {} and {}", md.display(), html_path(&md).display());
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -465,32 +465,46 @@ pub fn print(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
-/// Writes the Markdown to `md` and one SVG per workload with measured runs next to it; the Markdown.
+/// Writes the Markdown to `md`, one SVG per workload with measured runs next to it, and the same Markdown with
+/// those SVGs inline as one self-contained HTML page (`html_path`); the Markdown.
 pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
     let text = render(records, Some(md));
     std::fs::write(md, &text).with_context(|| format!("writing {}", md.display()))?;
+    // (file name, SVG text) of every chart written, for the HTML page.
+    let mut svgs: Vec<(String, String)> = Vec::new();
+    let mut chart = |path: PathBuf, svg: String| -> anyhow::Result<()> {
+        std::fs::write(&path, &svg).with_context(|| format!("writing {}", path.display()))?;
+        svgs.push((path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), svg));
+        Ok(())
+    };
     for w in workloads(records) {
         let bars = bars(&summarize(records, &w));
         if bars.is_empty() {
             continue;
         }
-        let path = charts::svg_path(md, &w);
-        std::fs::write(&path, charts::workload_svg(&w, &bars))
-            .with_context(|| format!("writing {}", path.display()))?;
+        chart(charts::svg_path(md, &w), charts::workload_svg(&w, &bars))?;
     }
     for w in crate::soak::workloads(records) {
         let (rss, p99) = crate::soak::charts(records, &w);
         let (rss_path, p99_path) = crate::soak::svg_paths(md, &w);
-        std::fs::write(&rss_path, rss).with_context(|| format!("writing {}", rss_path.display()))?;
-        std::fs::write(&p99_path, p99).with_context(|| format!("writing {}", p99_path.display()))?;
+        chart(rss_path, rss)?;
+        chart(p99_path, p99)?;
     }
     let (steps, points) = ladder_points(records);
     if steps.len() >= 2 && !points.is_empty() {
-        let path = charts::svg_path(md, "ladder");
-        std::fs::write(&path, charts::ladder_svg(&steps, &points))
-            .with_context(|| format!("writing {}", path.display()))?;
+        chart(charts::svg_path(md, "ladder"), charts::ladder_svg(&steps, &points))?;
     }
+    let heading = text.lines().next().and_then(|l| l.strip_prefix("# ")).unwrap_or("compare");
+    let stem = md.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let page = crate::html::page(&format!("{heading} ({stem})"), &text, &svgs);
+    let html = html_path(md);
+    std::fs::write(&html, page).with_context(|| format!("writing {}", html.display()))?;
     Ok(text)
+}
+
+/// The HTML page beside the Markdown `md`: the same stem, `.html`.
+pub fn html_path(md: &Path) -> PathBuf {
+    md.with_extension("html")
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use crate::records::{self, Kind, Record, RunMeta, Sink};
 use crate::report;
 use crate::runtimes::{self, Runtime, ServerEnv};
 use crate::seeds;
+use crate::site::Site;
 use crate::workloads::{MetadataData, Outcome, Plan, Service, Workload};
 
 /// How long a server may take to its first 200 (Node with a cold disk cache and a Postgres pool).
@@ -62,6 +63,8 @@ struct WorkloadRun<'a> {
     bench: &'a Bench,
     deps: Option<&'a Deps>,
     metadata: Option<&'a MetadataData>,
+    /// The static workload's built SPA.
+    site: Option<&'a Site>,
     plan: Plan,
     /// notes-read: the seeded database everyone reads.
     shared_db: Option<String>,
@@ -80,6 +83,9 @@ impl WorkloadRun<'_> {
             processes: self.cfg.server_processes,
             ..ServerEnv::default()
         };
+        if self.workload().name == "static" {
+            env.dist_path = self.site.map(|s| s.root.clone());
+        }
         match self.workload().service {
             // Flight keeps its sessions (and in production its rate limit and cache) in Redis.
             Service::Flight if runtimes::uses_redis(rt, self.workload()) => {
@@ -213,6 +219,11 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     } else {
         None
     };
+    let site = if cfg.workloads.iter().any(|w| w.name == "static") {
+        Some(crate::site::build(&work.path().join("site"))?)
+    } else {
+        None
+    };
     check_interrupted()?;
 
     let (check_s, startup_s, run_s) = estimates(cfg);
@@ -234,6 +245,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     let mut all = Vec::new();
     for w in &cfg.workloads {
         let mut plan = match (w.service, w.name) {
+            (Service::Flight, "json-2k") => Plan::json_2k(w.clone()),
+            (Service::Flight, "static") => Plan::static_site(w.clone(), site.as_ref().context("static site")?),
             (Service::Flight, _) => Plan::hello(w.clone()),
             (Service::Scribe, "notes-read") => Plan::notes_read(w.clone(), cfg.seed_notes),
             (Service::Scribe, _) => Plan::notes_write(w.clone(), work.path())?,
@@ -252,6 +265,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
             bench: &bench,
             deps: deps.as_ref(),
             metadata: metadata.as_ref(),
+            site: site.as_ref(),
             plan,
             shared_db: None,
             floor_body: None,
@@ -280,7 +294,12 @@ pub fn command(args: &RunArgs) -> ExitCode {
     match run(&cfg) {
         Ok(done) => {
             report::print(&done.markdown);
-            eprintln!("compare: wrote {} and {}", done.jsonl.display(), done.md.display());
+            eprintln!(
+                "compare: wrote {}, {} and {}",
+                done.jsonl.display(),
+                done.md.display(),
+                report::html_path(&done.md).display()
+            );
             if !done.problems.is_empty() {
                 eprintln!("compare: {} cell(s) without a valid measurement:", done.problems.len());
                 for p in &done.problems {

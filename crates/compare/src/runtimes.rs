@@ -58,7 +58,8 @@ impl Runtime {
     /// is whatever the user says it is: its check voids it where it is not.
     pub fn serves(self, workload: &Workload) -> bool {
         match self {
-            Runtime::FlightNode => workload.has_flight_middleware(),
+            // Flight 2.0.2 mounts backend routes in front of koa-compress: it cannot do json-2k's work.
+            Runtime::FlightNode => workload.has_flight_middleware() && workload.name != "json-2k",
             Runtime::Koa => workload.name == "hello-bare",
             Runtime::Floor => workload.service != Service::Ladder && !workload.has_flight_middleware(),
             _ => true,
@@ -207,6 +208,8 @@ pub struct ServerEnv {
     pub floor_body: Option<Vec<u8>>,
     /// Server processes (rust: workers) on an N-core layout; 0 or 1 is one.
     pub processes: usize,
+    /// The static workload's built SPA (FLIGHT_DIST_PATH on every Flight runtime).
+    pub dist_path: Option<PathBuf>,
 }
 
 /// How to start `runtime` for `workload`. `{port}` in arguments and env values is replaced by the port.
@@ -253,11 +256,14 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
             spec.discard_stdout = true;
             spec.env = vec![("NODE_ENV".to_string(), "production".to_string())];
             if workload.flight_profile == Some("production") {
-                // Its production stack from built assets (no `vite build` at start), in the form its README
-                // gives API-only workers (no SPA fallback); its backend routes still answer in front of it.
+                // Its production stack from built assets (no `vite build` at start). With a site to serve,
+                // its SPA pipeline (koa-static and the index.html fallback); without one, the form its README
+                // gives API-only workers. Its backend routes answer in front of either.
                 spec.env.push(("FLIGHT_MODE".into(), "production".into()));
                 spec.env.push(("FLIGHT_DISABLE_VITE".into(), "1".into()));
-                spec.env.push(("FLIGHT_DISABLE_SPA_PIPELINE".into(), "1".into()));
+                if env.dist_path.is_none() {
+                    spec.env.push(("FLIGHT_DISABLE_SPA_PIPELINE".into(), "1".into()));
+                }
             } else {
                 // Anything but `production` or `development` is Flight's API-only stack: request log, sessions
                 // (Redis store), CORS and the body parser in front of the routes.
@@ -269,6 +275,7 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
             if let Some((host, port)) = env.redis_url.as_deref().and_then(crate::deps::redis_host_port) {
                 spec.env.extend([("FLIGHT_REDIS_HOST".into(), host), ("FLIGHT_REDIS_PORT".into(), port.to_string())]);
             }
+            spec.env.extend(dist_env(env));
         }
         (Runtime::Floor, _) => {
             let body = env.floor_body.as_deref().unwrap_or(b"{}");
@@ -282,6 +289,7 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
             if profile == "production" {
                 spec.env.extend(production_env(env, "FLIGHT_REDIS_URL", 1));
             }
+            spec.env.extend(dist_env(env));
             spec.env.extend([("FLIGHT_PORT".into(), "{port}".into()), ("FLIGHT_HOSTNAME".into(), "127.0.0.1".into())]);
         }
         (Runtime::Bun | Runtime::Node, Service::Flight) => {
@@ -303,6 +311,7 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
             if profile == "production" {
                 spec.env.extend(production_env(env, "REDIS_URL", if runtime == Runtime::Bun { 2 } else { 3 }));
             }
+            spec.env.extend(dist_env(env));
             spec.env.extend([("PORT".into(), "{port}".into()), ("HOSTNAME".into(), "127.0.0.1".into())]);
         }
         (_, Service::Scribe) => {
@@ -375,6 +384,11 @@ pub fn uses_redis(runtime: Runtime, workload: &Workload) -> bool {
         && (runtime == Runtime::FlightNode
             || (workload.flight_profile == Some("production")
                 && matches!(runtime, Runtime::Rust | Runtime::Bun | Runtime::Node)))
+}
+
+/// The built SPA's folder, under the variable every Flight runtime reads.
+fn dist_env(env: &ServerEnv) -> Option<(String, String)> {
+    env.dist_path.as_ref().map(|d| ("FLIGHT_DIST_PATH".to_string(), d.to_string_lossy().into_owned()))
 }
 
 /// `url` on Redis database `index`: the production cells each get their own, so no runtime's check or run
@@ -599,6 +613,25 @@ mod tests {
         let bare = workloads::by_name("hello-bare").expect("workload");
         assert!(Runtime::FlightNode.serves(&default) && !Runtime::FlightNode.serves(&bare));
         assert!(Runtime::FlightNode.scales_to_cores());
+    }
+
+    #[test]
+    fn the_static_site_reaches_every_flight_runtime_and_json_2k_leaves_flight_node_out() {
+        let site = workloads::by_name("static").expect("workload");
+        let env = ServerEnv { dist_path: Some(PathBuf::from("/tmp/site")), ..ServerEnv::default() };
+        for rt in [Runtime::Rust, Runtime::Bun, Runtime::Node, Runtime::FlightNode] {
+            let s = server_spec(rt, &site, &paths(), &env);
+            assert!(s.env.contains(&("FLIGHT_DIST_PATH".into(), "/tmp/site".into())), "{rt:?}: {:?}", s.env);
+        }
+        // flight-node serves it through its SPA pipeline; without a site it stays API-only.
+        let node = server_spec(Runtime::FlightNode, &site, &paths(), &env);
+        assert!(!node.env.iter().any(|(k, _)| k == "FLIGHT_DISABLE_SPA_PIPELINE"), "{:?}", node.env);
+        let production = workloads::by_name("hello-production").expect("workload");
+        let api = server_spec(Runtime::FlightNode, &production, &paths(), &ServerEnv::default());
+        assert!(api.env.contains(&("FLIGHT_DISABLE_SPA_PIPELINE".into(), "1".into())));
+        let json = workloads::by_name("json-2k").expect("workload");
+        assert!(Runtime::FlightNode.serves(&site) && !Runtime::FlightNode.serves(&json));
+        assert!(!Runtime::Floor.serves(&json) && !Runtime::Koa.serves(&site));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use crate::http;
+use crate::site::{DEEP_LINK, Site};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Service {
@@ -31,10 +32,12 @@ pub struct Workload {
     pub content_type_essence: bool,
 }
 
-pub const NAMES: [&str; 10] = [
+pub const NAMES: [&str; 12] = [
     "hello-bare",
     "hello-default",
     "hello-production",
+    "json-2k",
+    "static",
     "notes-read",
     "notes-write",
     "metadata",
@@ -69,6 +72,8 @@ pub fn by_name(name: &str) -> Option<Workload> {
         // The real Flight (Koa) sends `application/json; charset=utf-8`, which its clients ignore.
         "hello-default" => Workload { content_type_essence: true, ..hello("hello-default", "default") },
         "hello-production" => Workload { content_type_essence: true, ..hello("hello-production", "production") },
+        "json-2k" => Workload { content_type_essence: true, ..hello("json-2k", "default") },
+        "static" => Workload { content_type_essence: true, ..hello("static", "production") },
         "notes-read" => notes("notes-read", 100),
         "notes-write" => notes("notes-write", 50),
         "metadata" => Workload {
@@ -111,6 +116,18 @@ pub fn same_work(name: &str) -> Option<&'static str> {
              mounts backend routes in front of its production middleware (compression, rate limit, koa-cash, \
              static files), which never sees /api/hello."
         }
+        "json-2k" => {
+            "rust, bun and node run hello-default's layers on a 2,005-byte JSON body (GET /api/items), which they \
+             gzip (the load takes gzip only, so rust does not pick br). flight-node is not measured: Flight 2.0.2 \
+             mounts backend routes in front of koa-compress, so it cannot compress a backend's answer."
+        }
+        "static" => {
+            "every runtime serves a built SPA from one folder: a hashed 100 KB script through its precompressed \
+             .gz sibling, and a deep link answered with index.html, mixed at random. rust, bun and node run the \
+             production layers in front (rate limit, sessions and response cache in Redis, so a file comes from \
+             the cache). flight-node serves it through its production SPA pipeline (koa-static, then the \
+             index.html fallback, before compression, rate limit and koa-cash, so neither answer reaches Redis)."
+        }
         _ => return None,
     })
 }
@@ -145,7 +162,16 @@ pub fn parse_list(text: &str) -> anyhow::Result<Vec<Workload>> {
 pub struct Answer {
     pub status: u16,
     pub content_type: Option<String>,
+    /// Content-Encoding as sent; `body` is decoded.
+    pub encoding: Option<String>,
     pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// An unencoded answer.
+    pub fn new(status: u16, content_type: &str, body: &[u8]) -> Answer {
+        Answer { status, content_type: Some(content_type.into()), encoding: None, body: body.to_vec() }
+    }
 }
 
 /// An answer, or why there was none.
@@ -158,8 +184,13 @@ pub struct Probe {
     pub target: String,
     /// JSON request body.
     pub body: Option<Vec<u8>>,
+    /// Request headers besides Host and Connection (Accept-Encoding: the answer is decoded before it is
+    /// compared, since gzip bytes differ between libraries; the encoding itself is compared).
+    pub headers: &'static [(&'static str, &'static str)],
     /// False where bodies legitimately differ (validation messages); status and content type still count.
     pub compare_body: bool,
+    /// Only the status counts: error pages whose form is each framework's own (Koa's text/plain 404).
+    pub status_only: bool,
     /// What the contract itself says, checked for every runtime (the reference included).
     pub contract: Option<Answer>,
 }
@@ -171,26 +202,41 @@ impl Probe {
             method: "GET",
             target: target.into(),
             body: None,
+            headers: &[],
             compare_body: true,
+            status_only: false,
             contract: None,
         }
+    }
+
+    /// The same probe with these request headers.
+    pub fn with_headers(self, headers: &'static [(&'static str, &'static str)]) -> Probe {
+        Probe { headers, ..self }
     }
 
     pub fn request_line(&self) -> String {
         format!("{} {}", self.method, self.target)
     }
 
-    /// Sends the probe on a fresh connection.
+    /// Sends the probe on a fresh connection; a gzip answer is decoded.
     pub fn ask(&self, port: u16) -> Outcome {
         let body = self.body.as_deref().map(|b| ("application/json", b));
-        match http::request(port, self.method, &self.target, body, Duration::from_secs(10)) {
-            Ok(r) => Ok(Answer {
-                status: r.status,
-                content_type: r.header("content-type").map(str::to_string),
-                body: r.body,
-            }),
-            Err(e) => Err(format!("request failed: {e}")),
-        }
+        let r = http::request(port, self.method, &self.target, body, self.headers, Duration::from_secs(10))
+            .map_err(|e| format!("request failed: {e}"))?;
+        let encoding = r.header("content-encoding").map(str::to_ascii_lowercase);
+        let content_type = r.header("content-type").map(str::to_string);
+        let body = match encoding.as_deref() {
+            None | Some("identity") => r.body,
+            Some("gzip") => {
+                let mut out = Vec::new();
+                std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(r.body.as_slice()), &mut out)
+                    .map_err(|e| format!("the gzip body does not decode: {e}"))?;
+                out
+            }
+            // Nothing compare loads takes other encodings; an answer in one is a difference, not a decode.
+            Some(_) => r.body,
+        };
+        Ok(Answer { status: r.status, content_type, encoding, body })
     }
 }
 
@@ -205,8 +251,16 @@ pub fn difference(probe: &Probe, got: &Outcome, want: &Outcome, content_type_ess
     if got.status != want.status {
         parts.push(format!("status {} (want {})", got.status, want.status));
     }
-    let essence =
-        |ct: &Option<String>| ct.as_deref().map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+    if probe.status_only {
+        return if parts.is_empty() { None } else { Some(parts.join("; ")) };
+    }
+    // RFC 9239: application/javascript is an obsolete alias of text/javascript (koa-send still sends it).
+    let essence = |ct: &Option<String>| {
+        ct.as_deref().map(|c| match c.split(';').next().unwrap_or("").trim().to_ascii_lowercase() {
+            js if js == "application/javascript" => "text/javascript".to_string(),
+            other => other,
+        })
+    };
     let ct_differs = if content_type_essence {
         essence(&got.content_type) != essence(&want.content_type)
     } else {
@@ -214,6 +268,9 @@ pub fn difference(probe: &Probe, got: &Outcome, want: &Outcome, content_type_ess
     };
     if ct_differs {
         parts.push(format!("content-type {:?} (want {:?})", got.content_type, want.content_type));
+    }
+    if got.encoding != want.encoding {
+        parts.push(format!("content-encoding {:?} (want {:?})", got.encoding, want.encoding));
     }
     if probe.compare_body && got.body != want.body {
         parts.push(first_difference(&got.body, &want.body));
@@ -252,6 +309,8 @@ pub struct LoadSpec {
     pub expect_status: Vec<u16>,
     pub expect_body_file: Option<PathBuf>,
     pub expect_contains: Option<String>,
+    /// Headers every response must carry (`--expect-header`, `Name: value`).
+    pub expect_headers: Vec<String>,
 }
 
 impl LoadSpec {
@@ -266,6 +325,7 @@ impl LoadSpec {
             expect_status: vec![200],
             expect_body_file: None,
             expect_contains: None,
+            expect_headers: Vec::new(),
         }
     }
 
@@ -298,6 +358,9 @@ impl LoadSpec {
         }
         if let Some(c) = &self.expect_contains {
             push(&["--expect-contains", c]);
+        }
+        for h in &self.expect_headers {
+            push(&["--expect-header", h]);
         }
         push(&[&url]);
         a
@@ -333,8 +396,7 @@ const HEALTHZ: &str = "/healthz";
 impl Plan {
     pub fn hello(workload: Workload) -> Plan {
         let mut probe = Probe::get("hello", "/api/hello");
-        probe.contract =
-            Some(Answer { status: 200, content_type: Some("application/json".into()), body: HELLO_BODY.to_vec() });
+        probe.contract = Some(Answer::new(200, "application/json", HELLO_BODY));
         let mut load = LoadSpec::get("/api/hello", workload.connections);
         if workload.flight_profile != Some("bare") {
             // What a browser sends: a cross-origin request, so CORS answers it, and the encodings it takes, so
@@ -344,6 +406,52 @@ impl Plan {
         Plan { load, workload, ready_path: "/api/hello".into(), probes: vec![probe], primary: 0, prime: None }
     }
 
+    /// GET /api/items (2,005 bytes of JSON) as a browser asks for it, so the answer is gzipped: the probes
+    /// decode it and compare the encoding too.
+    pub fn json_2k(workload: Workload) -> Plan {
+        const GZIP: &[(&str, &str)] = &[("Origin", "http://app.example"), ("Accept-Encoding", "gzip")];
+        let probes = vec![
+            Probe::get("items, gzip", "/api/items").with_headers(GZIP),
+            Probe::get("items, no Accept-Encoding", "/api/items"),
+            // Under every threshold: no runtime compresses it.
+            Probe::get("hello, gzip", "/api/hello").with_headers(GZIP),
+        ];
+        let mut load = LoadSpec::get("/api/items", workload.connections);
+        load.headers = GZIP.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        load.expect_headers = vec!["content-encoding: gzip".into()];
+        Plan { load, workload, ready_path: "/api/items".into(), probes, primary: 0, prime: None }
+    }
+
+    /// A built SPA (`site`): its hashed script through the `.gz` sibling and a deep link answered with
+    /// index.html, mixed at random under load.
+    pub fn static_site(workload: Workload, site: &Site) -> Plan {
+        const BROWSER: &[(&str, &str)] = &[("Accept", "text/html,*/*;q=0.8"), ("Accept-Encoding", "gzip, br")];
+        let js = "text/javascript; charset=utf-8";
+        let html = "text/html; charset=utf-8";
+        let script = Answer { encoding: Some("gzip".into()), ..Answer::new(200, js, &site.script) };
+        let mut probes = vec![
+            Probe { contract: Some(script), ..Probe::get("script, gzip", &site.script_path).with_headers(BROWSER) },
+            Probe {
+                contract: Some(Answer::new(200, js, &site.script)),
+                ..Probe::get("script, no Accept-Encoding", &site.script_path)
+            },
+            Probe {
+                contract: Some(Answer::new(200, html, &site.index_html)),
+                ..Probe::get("deep link", DEEP_LINK).with_headers(BROWSER)
+            },
+            Probe { contract: Some(Answer::new(200, html, &site.index_html)), ..Probe::get("root", "/") },
+        ];
+        // 404s whose bodies are each framework's own: a missing asset is no page, and /api is never the SPA.
+        for (label, target) in [("missing script", "/assets/app-missing.js"), ("unknown API path", "/api/nope")] {
+            probes.push(Probe { status_only: true, ..Probe::get(label, target).with_headers(BROWSER) });
+        }
+        // loadgen's templates must start with `/`; the values are the paths without theirs.
+        let mut load = LoadSpec::get("/{page}", workload.connections);
+        load.vars = vec![format!("page={},{}", &site.script_path[1..], &DEEP_LINK[1..])];
+        load.headers = BROWSER.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        Plan { load, workload, ready_path: "/".into(), probes, primary: 0, prime: None }
+    }
+
     /// One rung of the ladder: its route with the same valid body every time (the empty rung takes none),
     /// the rung's failure answers, and the shared routes. `data`: the metadata dataset the SQLite rung reads
     /// (its first present id is the body's id); `dir` holds the body file.
@@ -351,22 +459,12 @@ impl Plan {
         let rung = workload.name.trim_start_matches("ladder-");
         let path = format!("/ladder/{rung}");
         let body = ladder_body(&data.first_present);
-        let post = |label: &str, body: &[u8]| Probe {
-            label: label.into(),
-            method: "POST",
-            target: path.clone(),
-            body: Some(body.to_vec()),
-            compare_body: true,
-            contract: None,
-        };
+        let post =
+            |label: &str, body: &[u8]| Probe { method: "POST", body: Some(body.to_vec()), ..Probe::get(label, &path) };
         let mut probes = Vec::new();
         let mut load = if rung == "empty" {
             let mut probe = Probe::get("empty", &path);
-            probe.contract = Some(Answer {
-                status: 200,
-                content_type: Some("application/json".into()),
-                body: b"{\"ok\":true}".to_vec(),
-            });
+            probe.contract = Some(Answer::new(200, "application/json", b"{\"ok\":true}"));
             probes.push(probe);
             probes.push(Probe { method: "POST", ..Probe::get("POST empty", &path) });
             LoadSpec::get(&path, workload.connections)
@@ -421,12 +519,9 @@ impl Plan {
         let body_file = dir.join("notes-write-body.json");
         std::fs::write(&body_file, WRITE_BODY).with_context(|| format!("writing {}", body_file.display()))?;
         let post = |label: &str, body: &str| Probe {
-            label: label.into(),
             method: "POST",
-            target: "/notes".into(),
             body: Some(body.as_bytes().to_vec()),
-            compare_body: true,
-            contract: None,
+            ..Probe::get(label, "/notes")
         };
         let probes = vec![
             post("first POST", WRITE_BODY),
@@ -551,9 +646,7 @@ mod tests {
     #[test]
     fn differences() {
         let probe = Probe::get("p", "/p");
-        let a = |status, ct: &str, body: &str| -> Outcome {
-            Ok(Answer { status, content_type: Some(ct.into()), body: body.as_bytes().to_vec() })
-        };
+        let a = |status, ct: &str, body: &str| -> Outcome { Ok(Answer::new(status, ct, body.as_bytes())) };
         assert_eq!(
             difference(&probe, &a(200, "application/json", "{}"), &a(200, "application/json", "{}"), false),
             None
@@ -573,6 +666,33 @@ mod tests {
                 .is_some_and(|d| d.contains("status 500 (want 200)"))
         );
         assert!(difference(&probe, &Err("refused".into()), &a(200, "x", ""), false).is_some());
+    }
+
+    #[test]
+    fn json_and_static_plans_ask_as_browsers_do() {
+        let json = Plan::json_2k(by_name("json-2k").expect("workload"));
+        let args = json.load.loadgen_args(1);
+        assert!(args.windows(2).any(|w| w[0] == "-H" && w[1] == "Accept-Encoding: gzip"), "{args:?}");
+        assert!(args.windows(2).any(|w| w[0] == "--expect-header" && w[1] == "content-encoding: gzip"));
+        assert_eq!(json.probes[0].headers, [("Origin", "http://app.example"), ("Accept-Encoding", "gzip")]);
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let site = crate::site::build(dir.path()).expect("site");
+        let plan = Plan::static_site(by_name("static").expect("workload"), &site);
+        let args = plan.load.loadgen_args(1);
+        assert!(args.windows(2).any(|w| w[0] == "--path" && w[1] == "/{page}"), "{args:?}");
+        let page = format!("page={},app/settings/profile", &site.script_path[1..]);
+        assert!(args.windows(2).any(|w| w[0] == "--var" && w[1] == page), "{args:?}");
+        let gz = plan.probes[0].contract.as_ref().expect("contract");
+        assert_eq!((gz.encoding.as_deref(), gz.body.len()), (Some("gzip"), site.script.len()));
+        assert!(plan.probes.iter().filter(|p| p.status_only).all(|p| p.contract.is_none()));
+
+        // A gzip answer where identity was wanted is a difference even when the decoded bytes agree.
+        let plain = Answer::new(200, "text/javascript", b"x");
+        let gzip = Answer { encoding: Some("gzip".into()), ..plain.clone() };
+        assert!(difference(&plan.probes[1], &Ok(gzip), &Ok(plain.clone()), true).is_some());
+        let old_js = Answer::new(200, "application/javascript; charset=utf-8", b"x");
+        assert_eq!(difference(&plan.probes[1], &Ok(old_js), &Ok(plain), true), None, "RFC 9239 alias");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod health;
 pub mod hello;
+pub mod items;
 pub mod visits;
 
 use std::sync::Arc;
@@ -11,5 +12,5 @@ use crate::AppState;
 use crate::routes::Fragment;
 
 pub fn fragments(state: &Arc<AppState>) -> Vec<Fragment> {
-    vec![hello::routes(), health::routes(state.clone()), visits::routes()]
+    vec![hello::routes(), items::routes(), health::routes(state.clone()), visits::routes()]
 }

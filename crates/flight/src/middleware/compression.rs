@@ -1,7 +1,13 @@
 //! Response compression: br, zstd, gzip or deflate, chosen by the request's Accept-Encoding q-values (ties go
 //! to the better codec), for bodies of at least the threshold (1024 bytes by default) or of unknown length.
 //! Skips responses that are already encoded, already-compressed media types, `Cache-Control: no-transform`,
-//! HEAD, and bodiless statuses. Streams through async-compression: nothing is buffered whole.
+//! HEAD, and bodiless statuses. A body already in memory (a route's JSON, a cached or small static file) is
+//! compressed in one call into an exact-length body: the streaming encoders' buffers, polls and chunked
+//! framing cost more than the compression itself on a 2 KB answer. Streamed bodies stream through
+//! async-compression, never buffered whole.
+
+use std::cell::RefCell;
+use std::io::Write;
 
 use async_compression::Level;
 use async_compression::tokio::bufread::{BrotliEncoder, GzipEncoder, ZlibEncoder, ZstdEncoder};
@@ -153,19 +159,72 @@ fn compress(mut res: Response, encoding: Option<Encoding>, threshold: u64) -> Re
     res.headers_mut().append(VARY, HeaderValue::from_static("Accept-Encoding"));
     let Some(encoding) = encoding else { return res };
     let (mut parts, body) = res.into_parts();
-    let reader = StreamReader::new(BodyDataStream::new(body).map_err(std::io::Error::other));
-    // Level 4 brotli/zstd-3-like defaults: on-the-fly compression where CPU per response matters.
-    let level = Level::Precise(4);
-    let body = match encoding {
-        Encoding::Brotli => Body::stream(stream_body(BrotliEncoder::with_quality(reader, level))),
-        Encoding::Zstd => Body::stream(stream_body(ZstdEncoder::with_quality(reader, Level::Default))),
-        Encoding::Gzip => Body::stream(stream_body(GzipEncoder::with_quality(reader, Level::Default))),
-        // HTTP's "deflate" is the zlib format (RFC 9110 §8.4.1.2), not raw deflate.
-        Encoding::Deflate => Body::stream(stream_body(ZlibEncoder::with_quality(reader, Level::Default))),
+    let body = match body {
+        Body::Full(bytes) => match compress_whole(&bytes, encoding) {
+            Ok(compressed) => {
+                parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(compressed.len()));
+                Body::Full(compressed.into())
+            }
+            // Writing into a Vec does not fail; should a codec refuse, the answer goes out as it was.
+            Err(e) => {
+                tracing::error!(error = %e, encoding = encoding.token(), "compression failed");
+                return Response::from_parts(parts, Body::Full(bytes));
+            }
+        },
+        body => {
+            parts.headers.remove(CONTENT_LENGTH);
+            compress_stream(body, encoding)
+        }
     };
-    parts.headers.remove(CONTENT_LENGTH);
     parts.headers.insert(CONTENT_ENCODING, HeaderValue::from_static(encoding.token()));
     Response::from_parts(parts, body)
+}
+
+// The same levels in both paths: brotli 4 (on-the-fly, where CPU per response matters), zstd 3, and level 6
+// for gzip and deflate (zlib's default, what Bun.gzipSync and node:zlib use).
+const BROTLI_QUALITY: u32 = 4;
+const BROTLI_WINDOW_BITS: u32 = 22;
+const ZSTD_LEVEL: i32 = 3;
+
+thread_local! {
+    /// A libdeflate compressor's state is a few hundred KiB: one per worker thread, not one per response.
+    static DEFLATE: RefCell<libdeflater::Compressor> =
+        RefCell::new(libdeflater::Compressor::new(libdeflater::CompressionLvl::default()));
+}
+
+fn compress_whole(data: &[u8], encoding: Encoding) -> std::io::Result<Vec<u8>> {
+    match encoding {
+        Encoding::Brotli => {
+            let out = Vec::with_capacity(data.len() / 2 + 64);
+            let mut w = brotli::CompressorWriter::new(out, 4096, BROTLI_QUALITY, BROTLI_WINDOW_BITS);
+            w.write_all(data)?;
+            w.flush()?;
+            Ok(w.into_inner())
+        }
+        Encoding::Zstd => zstd::bulk::compress(data, ZSTD_LEVEL),
+        // HTTP's "deflate" is the zlib format (RFC 9110 §8.4.1.2), not raw deflate.
+        Encoding::Gzip | Encoding::Deflate => DEFLATE.with_borrow_mut(|c| {
+            let gzip = encoding == Encoding::Gzip;
+            let mut out =
+                vec![0; if gzip { c.gzip_compress_bound(data.len()) } else { c.zlib_compress_bound(data.len()) }];
+            let written = if gzip { c.gzip_compress(data, &mut out) } else { c.zlib_compress(data, &mut out) }
+                .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+            out.truncate(written);
+            Ok(out)
+        }),
+    }
+}
+
+fn compress_stream(body: Body, encoding: Encoding) -> Body {
+    let reader = StreamReader::new(BodyDataStream::new(body).map_err(std::io::Error::other));
+    match encoding {
+        Encoding::Brotli => {
+            Body::stream(stream_body(BrotliEncoder::with_quality(reader, Level::Precise(BROTLI_QUALITY as i32))))
+        }
+        Encoding::Zstd => Body::stream(stream_body(ZstdEncoder::with_quality(reader, Level::Precise(ZSTD_LEVEL)))),
+        Encoding::Gzip => Body::stream(stream_body(GzipEncoder::with_quality(reader, Level::Default))),
+        Encoding::Deflate => Body::stream(stream_body(ZlibEncoder::with_quality(reader, Level::Default))),
+    }
 }
 
 fn stream_body<R>(
