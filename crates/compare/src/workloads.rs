@@ -417,7 +417,7 @@ impl Plan {
             Probe::get("hello, gzip", "/api/hello").with_headers(GZIP),
         ];
         let mut load = LoadSpec::get("/api/items", workload.connections);
-        load.headers = GZIP.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        load.headers = header_lines(GZIP);
         load.expect_headers = vec!["content-encoding: gzip".into()];
         Plan { load, workload, ready_path: "/api/items".into(), probes, primary: 0, prime: None }
     }
@@ -448,7 +448,7 @@ impl Plan {
         // loadgen's templates must start with `/`; the values are the paths without theirs.
         let mut load = LoadSpec::get("/{page}", workload.connections);
         load.vars = vec![format!("page={},{}", &site.script_path[1..], &DEEP_LINK[1..])];
-        load.headers = BROWSER.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        load.headers = header_lines(BROWSER);
         Plan { load, workload, ready_path: "/".into(), probes, primary: 0, prime: None }
     }
 
@@ -570,6 +570,11 @@ impl Plan {
         load.expect_status.extend_from_slice(workload.also_ok);
         Plan { load, workload, ready_path: format!("/v1/metadata/{first}?region=en"), probes, primary: 0, prime: None }
     }
+}
+
+/// A probe's request headers as loadgen's `-H` lines, so the load asks exactly as the probes did.
+fn header_lines(headers: &[(&str, &str)]) -> Vec<String> {
+    headers.iter().map(|(name, value)| format!("{name}: {value}")).collect()
 }
 
 /// The ladder's request body: valid against its schema, with a note so parsing and validation have some
