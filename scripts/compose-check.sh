@@ -77,6 +77,13 @@ install_tools() {
 # here, in the background, with their pids in $state; `down` (or the end of a run without KEEP_UP) ends them.
 start_engine() {
   mkdir -p "$state"
+  # A bridge that podman's CNI backend left behind (a machine that ran podman before netavark was chosen)
+  # keeps a route for 10.88.0.0/16, netavark's default network too, and swallows the traffic of every port
+  # published there. Only podman makes that interface, and nothing uses it once the backend is netavark.
+  if [ -d /sys/class/net/cni-podman0 ]; then
+    echo "compose-check: removing cni-podman0, left by podman's CNI backend (its route hides netavark's network)"
+    ip link delete cni-podman0 || die "cannot remove cni-podman0; remove it, or compare images cannot reach its containers"
+  fi
   if [ -S "$state/podman.sock" ] && curl -sf --unix-socket "$state/podman.sock" http://d/_ping >/dev/null; then
     return
   fi
@@ -147,28 +154,39 @@ check_references() {
 label_of() { podman image inspect --format "{{index .Labels \"$standin_label\"}}" "$1" 2>/dev/null || true; }
 
 # Builds stand-in $1 unless an image with the same label (hash of its inputs) exists. $2: the hash; rest: the
-# podman build arguments.
+# podman build arguments. Every build here uses the host's network: containers on podman's bridge cannot reach
+# this machine's DNS server (its egress is the host's alone), so apt, cargo and npm inside a build would fail.
 build_standin() {
   local ref="$1" hash="$2"
   shift 2
   if [ "$(label_of "$ref")" = "$hash" ]; then return; fi
   log "stand-in $ref"
-  podman build --quiet --format docker --label "$standin_label=$hash" -t "$ref" "$@" >/dev/null
+  podman build --quiet --network host --format docker --label "$standin_label=$hash" -t "$ref" "$@" >/dev/null
 }
 
 standins() {
   local dir="$repo/deploy/podman/standins" work hash base
   work="$(mktemp -d)"
-  # Debian 12 (minbase, as debian:*-slim) from Debian's own packages, trusting what this machine trusts: the
-  # CA certificates added under /usr/local/share/ca-certificates (an egress proxy's, say) go in too, or no
-  # build step could reach crates.io or the npm registry through it.
-  hash=$( (printf 'debian minbase bookworm ca-certificates v1'; cat /usr/local/share/ca-certificates/*.crt 2>/dev/null) \
+  # Debian 12 from Debian's own packages, made as debian:*-slim is: the minbase variant (Essential and apt), with
+  # documentation, manuals and translations left out (copyright files kept) and no package lists. This
+  # machine's own CA certificates (/usr/local/share/ca-certificates: an egress proxy's, say) are put where
+  # Debian's ca-certificates package picks them up, so a stand-in that installs it can reach crates.io and the
+  # npm registry through that proxy; the base itself has no CA bundle, as debian:*-slim has none.
+  hash=$( (printf 'debian minbase bookworm slim merged-usr v3'; cat /usr/local/share/ca-certificates/*.crt 2>/dev/null) \
     | sha256sum | cut -c1-16)
   if [ "$(label_of "$debian_ref")" != "$hash" ]; then
     log "stand-in $debian_ref (mmdebstrap)"
-    mmdebstrap --quiet --variant=minbase --include=ca-certificates \
-      --customize-hook='copy-in /usr/local/share/ca-certificates /usr/local/share' \
-      --customize-hook='chroot "$1" update-ca-certificates >/dev/null' \
+    local slim=()
+    for path in doc groff info linda lintian/overrides locale man; do
+      slim+=("--dpkgopt=path-exclude=/usr/share/$path/*")
+    done
+    # merged-usr: the /usr merge done by mmdebstrap's hook, as debuerreotype does it, not by the usrmerge package
+    # (which would bring perl along).
+    mmdebstrap --quiet --variant=minbase --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+      "${slim[@]}" --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+      --customize-hook='mkdir -p "$1/usr/local/share/ca-certificates"' \
+      --customize-hook='if [ -d /usr/local/share/ca-certificates ]; then cp /usr/local/share/ca-certificates/*.crt "$1/usr/local/share/ca-certificates/" 2>/dev/null || true; fi' \
+      --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
       bookworm "$work/debian.tar" \
       "deb http://deb.debian.org/debian bookworm main" \
       "deb http://deb.debian.org/debian bookworm-updates main" \
@@ -226,19 +244,25 @@ build_images() {
     mkdir -p "$work/bin" "$work/data"
     for name in flight-rs scribe-rs metadata-rs loadgen probe; do
       [ -x "$binaries/$name" ] || die "--binaries $binaries: no $name there"
-      cp "$binaries/$name" "$work/bin/"
+      # Without debug info (a debug build's binaries are mostly that); the code is the same.
+      strip --strip-debug -o "$work/bin/$name" "$binaries/$name" 2>/dev/null || cp "$binaries/$name" "$work/bin/"
     done
     printf 'FROM scratch\nCOPY bin /out/bin\nCOPY data /out/data\n' >"$work/Containerfile"
     podman build --quiet -t "$binaries_ref" "$work" >/dev/null
     rm -rf "$work"
     build_args=(--build-arg "RUST_BINARIES=$binaries_ref" --build-arg "PROBE_BINARIES=$binaries_ref")
+  else
+    # podman 4.3's builder (buildah 1.28) resolves `FROM ${RUST_BINARIES} AS binaries`, which names a stage of
+    # the Dockerfile by default, only when it builds every stage before the target: it cannot tell that the
+    # argument refers to one. BuildKit can; with an image named instead (above) the default is right.
+    build_args=(--skip-unused-stages=false)
   fi
   for t in "${images[@]}"; do
     log "image rust-baselines/$t:0.1.0 (Dockerfile target $t)"
     # Tagged under docker.io as well: podman's Docker API (docker-compose's view) reads an unqualified name as
     # docker.io/…, its CLI as localhost/….
     # Docker's image format: OCI images have no HEALTHCHECK.
-    podman build --quiet --format docker --target "$t" "${build_args[@]}" -t "rust-baselines/$t:0.1.0" \
+    podman build --quiet --network host --format docker --target "$t" "${build_args[@]}" -t "rust-baselines/$t:0.1.0" \
       -t "docker.io/rust-baselines/$t:0.1.0" . >/dev/null
   done
 }
@@ -464,6 +488,28 @@ check_outage() {
   rm -f "$acked"
 }
 
+# compare images against the images just built, on podman: every image's size, one start of each server.
+check_images() {
+  local compare="" candidate dir out servers
+  for candidate in "${binaries:+$binaries/compare}" target/release/compare target/debug/compare; do
+    if [ -n "$candidate" ] && [ -x "$candidate" ]; then compare="$candidate"; break; fi
+  done
+  if [ -z "$compare" ]; then
+    echo "skip compare images: no compare binary here (cargo build -p compare)"
+    return
+  fi
+  dir="$(mktemp -d)"
+  if out=$("$compare" images --docker podman --runs 1 --out-dir "$dir" 2>&1); then
+    # A row per server image with its base named, a size and one start.
+    servers=$(grep -c -E '^\| (flight-rs|scribe-rs|metadata-rs) .*\| (stand-in|official) \| [0-9.]+ \| [0-9,]+ .*\| 1 \| *\|$' <<<"$out" || true)
+    if [ "$servers" = 3 ]; then pass "compare images (with $compare): sizes, and a start of each server image"
+    else fail "compare images" "$servers of 3 server rows measured: $(grep '^|' <<<"$out" | tail -n5 | tr '\n' ' ')"; fi
+  else
+    fail "compare images" "$(tail -n5 <<<"$out" | tr '\n' ' ')"
+  fi
+  rm -rf "$dir"
+}
+
 # ---- the run --------------------------------------------------------------------------------------------------
 install_tools
 check_references
@@ -492,6 +538,7 @@ if wait_healthy "up"; then
   check_metadata
   check_bench
   check_outage
+  check_images
 fi
 
 if [ "${KEEP_UP:-0}" = 1 ]; then
@@ -500,6 +547,9 @@ else
   log "down -v"
   if out=$(compose --profile bench down -v --remove-orphans 2>&1); then pass "down -v"; else fail "down -v" "$(tail -n3 <<<"$out" | tr '\n' ' ')"; fi
 fi
+
+# Images left untagged by this run's rebuilds (every image here carries the stand-in label it inherits).
+podman image prune -f --filter "label=$standin_label" >/dev/null 2>&1 || true
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "compose-check: ${#failed[@]} check(s) failed:"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, and .ci/run): installs what tests need, then format check, clippy with
-# warnings as errors, every test in the workspace (debug build; real redis-server, PostgreSQL, sockets), and a
-# bounded fuzzing run of every fuzz target.
+# warnings as errors, every test in the workspace (debug build; real redis-server, PostgreSQL, sockets), the
+# compose stack built and run on podman, and a bounded fuzzing run of every fuzz target.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -36,6 +36,12 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --locked --no-fail-fast
 fi
+# The container stack, for real (scripts/compose-check.sh, deploy/podman/README.md): every image built, the
+# stack up on podman, checked from the host, a PostgreSQL outage, down. The images take the binaries built
+# above (debug info stripped), so no second, release build of the workspace runs inside a container; the
+# Dockerfile's own from-source build is `bash scripts/compose-check.sh` without --binaries, by hand.
+echo "== compose check"
+bash scripts/compose-check.sh --binaries target/debug
 # Coverage-guided fuzzing, bounded: 20 s per target here (FUZZ_SECONDS to change; longer by hand with
 # `bash scripts/fuzz.sh 600`). A crash fails the run and prints the input and how to reproduce it.
 echo "== fuzz"

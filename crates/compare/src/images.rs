@@ -1,14 +1,18 @@
 //! `compare images`: container image size and container start time of the images docker-compose.yml builds,
-//! measured with the local Docker engine; said plainly, and nothing made up, when there is none.
+//! measured with the local container engine (Docker, else podman); said plainly, and nothing made up, when
+//! there is none.
 //!
-//! - Size is what `docker image inspect` reports (`.Size`, the unpacked layers). An image that is not built
-//!   is reported as such; compare never builds or pulls (`docker run --pull never`).
-//! - Start time is from `docker run -d` being spawned to the first HTTP answer of any status on the
-//!   published /healthz port, so it covers container creation, the network namespace and the process's own
-//!   start; the servers answer /healthz (503) without their databases, so no dependency is needed.
-//!   Every start gets a fresh host port, and the container is removed (`docker rm -f`) after each start.
+//! - Size is what `image inspect` reports (`.Size`, the unpacked layers). An image that is not built is
+//!   reported as such; compare never builds or pulls (`run --pull never`).
+//! - Start time is from `run -d` being spawned to the first HTTP answer of any status on the published
+//!   /healthz port, so it covers container creation, the network namespace and the process's own start; the
+//!   servers answer /healthz (503) without their databases, so no dependency is needed. Every start gets a
+//!   fresh host port, and the container is removed (`rm -f`) after each start.
+//! - An image built on scripts/compose-check.sh's local stand-ins for the base images (they carry the label
+//!   [`STANDIN_LABEL`], which images built on them inherit) is marked so in the table: its size is not the
+//!   size of the same image built on the official bases.
 //! - Results go to stdout and to `<out-dir>/<UTC stamp>-<hostname>-images.{md,json}`, with the command and
-//!   the engine's version.
+//!   the engine's name and version.
 //!
 //! Exit codes: 0 measured, 2 nothing measured (no engine, or no image built), 64 bad arguments.
 
@@ -31,6 +35,8 @@ use crate::stats::spread;
 const DOCKER_CALL: Duration = Duration::from_secs(30);
 /// How long a container may take to its first answer.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// The label scripts/compose-check.sh puts on its stand-in base images (deploy/podman/README.md).
+pub const STANDIN_LABEL: &str = "org.rust-baselines.standin";
 
 /// The images docker-compose.yml builds: name, reference, the port its server listens on (0: size only).
 pub const DEFAULT_IMAGES: [(&str, &str, u16); 5] = [
@@ -46,8 +52,9 @@ pub struct ImagesArgs {
     /// Starts per image.
     #[arg(long, env = "COMPARE_IMAGE_RUNS", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
-    /// The docker CLI.
-    #[arg(long, env = "COMPARE_DOCKER", default_value = "docker")]
+    /// The engine's CLI: `docker`, `podman` or a path; `auto` takes docker when its engine answers, else
+    /// podman (with deploy/podman/containers.conf when CONTAINERS_CONF is not set).
+    #[arg(long, env = "COMPARE_DOCKER", default_value = "auto")]
     pub docker: String,
     /// Images to measure instead of docker-compose.yml's, repeatable: `NAME=IMAGE[@PORT]` (no port: size only).
     #[arg(long = "image", value_name = "NAME=IMAGE[@PORT]")]
@@ -91,6 +98,8 @@ pub fn parse_image(spec: &str) -> anyhow::Result<ImageSpec> {
 pub struct ImageResult {
     pub spec: ImageSpec,
     pub size_bytes: Option<u64>,
+    /// The stand-in label of its base image (scripts/compose-check.sh), when it was built on one.
+    pub standin: Option<String>,
     /// Each start's milliseconds to the first answer; failed starts are in `errors`.
     pub start_ms: Vec<f64>,
     pub errors: Vec<String>,
@@ -101,17 +110,64 @@ pub struct ImagesReport {
     pub command: Vec<String>,
     pub started_at: String,
     pub machine: Machine,
-    /// The engine's version, or why there is no engine to ask.
+    /// The engine's name and version, or why there is no engine to ask.
     pub engine: Result<String, String>,
     pub results: Vec<ImageResult>,
 }
 
-/// Runs one docker CLI call to completion (bounded), returning trimmed stdout or the error with stderr.
-fn docker(bin: &str, args: &[&str]) -> anyhow::Result<String> {
+/// A container engine's CLI and the environment it runs with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Engine {
+    pub cli: String,
+    /// Set for every call (podman's CONTAINERS_CONF when compare chose it).
+    pub env: Vec<(String, String)>,
+}
+
+impl Engine {
+    pub fn new(cli: &str) -> Engine {
+        Engine { cli: cli.into(), env: Vec::new() }
+    }
+
+    fn is_podman(&self) -> bool {
+        std::path::Path::new(&self.cli).file_name().is_some_and(|n| n == "podman")
+    }
+
+    /// `Docker engine 28.2.2` or `podman 4.3.1`, with the settings file compare gave podman.
+    fn describe(&self, version: &str) -> String {
+        let name = if self.is_podman() { "podman" } else { "Docker engine" };
+        match self.env.iter().find(|(k, _)| k == "CONTAINERS_CONF") {
+            Some((_, conf)) => format!("{name} {version} (CONTAINERS_CONF={conf})"),
+            None => format!("{name} {version}"),
+        }
+    }
+}
+
+/// The engine `--docker` names; `auto`: docker if its engine answers, else podman, which on this project's
+/// machines needs deploy/podman/containers.conf (runc, ulimits below the hard limits).
+pub fn choose_engine(requested: &str, repo: &std::path::Path) -> Engine {
+    if requested != "auto" {
+        return Engine::new(requested);
+    }
+    let docker = Engine::new("docker");
+    if engine_version(&docker).is_ok() {
+        return docker;
+    }
+    let mut podman = Engine::new("podman");
+    let conf = repo.join("deploy/podman/containers.conf");
+    if std::env::var_os("CONTAINERS_CONF").is_none() && conf.is_file() {
+        podman.env.push(("CONTAINERS_CONF".into(), conf.display().to_string()));
+    }
+    if engine_version(&podman).is_ok() { podman } else { docker }
+}
+
+/// Runs one engine CLI call to completion (bounded), returning trimmed stdout or the error with stderr.
+fn docker(engine: &Engine, args: &[&str]) -> anyhow::Result<String> {
+    let bin = engine.cli.as_str();
     let dir = tempfile::tempdir().context("temp dir")?;
     let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
     let mut cmd = Command::new(bin);
     cmd.args(args)
+        .envs(engine.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path)?)
         .stderr(std::fs::File::create(&err_path)?);
@@ -133,8 +189,8 @@ fn docker(bin: &str, args: &[&str]) -> anyhow::Result<String> {
 }
 
 /// The engine's version when one answers.
-pub fn engine_version(bin: &str) -> Result<String, String> {
-    docker(bin, &["version", "--format", "{{.Server.Version}}"]).map_err(|e| format!("{e:#}"))
+pub fn engine_version(engine: &Engine) -> Result<String, String> {
+    docker(engine, &["version", "--format", "{{.Server.Version}}"]).map_err(|e| format!("{e:#}"))
 }
 
 fn first_answer(port: u16, deadline: Instant) -> anyhow::Result<()> {
@@ -149,7 +205,7 @@ fn first_answer(port: u16, deadline: Instant) -> anyhow::Result<()> {
     }
 }
 
-fn one_start(bin: &str, spec: &ImageSpec, container_port: u16) -> anyhow::Result<f64> {
+fn one_start(bin: &Engine, spec: &ImageSpec, container_port: u16) -> anyhow::Result<f64> {
     let host_port = crate::cells::free_port()?;
     let publish = format!("127.0.0.1:{host_port}:{container_port}");
     let began = Instant::now();
@@ -162,14 +218,25 @@ fn one_start(bin: &str, spec: &ImageSpec, container_port: u16) -> anyhow::Result
     Ok(elapsed.as_secs_f64() * 1e3)
 }
 
-pub fn measure(bin: &str, specs: &[ImageSpec], runs: u32) -> Vec<ImageResult> {
+pub fn measure(bin: &Engine, specs: &[ImageSpec], runs: u32) -> Vec<ImageResult> {
     specs
         .iter()
         .map(|spec| {
-            let mut result =
-                ImageResult { spec: spec.clone(), size_bytes: None, start_ms: Vec::new(), errors: Vec::new() };
-            match docker(bin, &["image", "inspect", "--format", "{{.Size}}", &spec.reference]) {
-                Ok(size) => result.size_bytes = size.parse().ok(),
+            let mut result = ImageResult {
+                spec: spec.clone(),
+                size_bytes: None,
+                standin: None,
+                start_ms: Vec::new(),
+                errors: Vec::new(),
+            };
+            let format = format!("{{{{.Size}}}} {{{{index .Config.Labels \"{STANDIN_LABEL}\"}}}}");
+            match docker(bin, &["image", "inspect", "--format", &format, &spec.reference]) {
+                Ok(answer) => {
+                    let (size, label) = answer.split_once(' ').unwrap_or((&answer, ""));
+                    result.size_bytes = size.trim().parse().ok();
+                    let label = label.trim();
+                    result.standin = (!label.is_empty() && label != "<no value>").then(|| label.to_string());
+                }
                 Err(e) => {
                     result.errors.push(format!("not built here (`docker compose build` builds it): {e:#}"));
                     return result;
@@ -200,18 +267,21 @@ pub fn render(report: &ImagesReport) -> String {
         Err(why) => {
             let _ = writeln!(
                 out,
-                "\nNo Docker engine here, so image size and container start time were not measured. {why}\n"
+                "\nNo container engine here (neither Docker nor podman answered), so image size and container \
+                 start time were not measured. {why}\n"
             );
             return out;
         }
-        Ok(version) => {
-            let _ = writeln!(out, "- Docker engine {version}\n");
+        Ok(engine) => {
+            let _ = writeln!(out, "- engine: {engine}\n");
         }
     }
     out.push_str(
-        "Size: `docker image inspect` .Size. Start: `docker run -d` spawned → first HTTP answer (any status) on \
-         /healthz, median (min–max) over the starts; the container is removed after each.\n\n\
-         | image | size MiB | start ms | starts | problems |\n|---|---|---|---|---|\n",
+        "Size: `image inspect` .Size. Start: `run -d` spawned → first HTTP answer (any status) on /healthz, \
+         median (min–max) over the starts; the container is removed after each. Base: `official` when built on \
+         the base images the Dockerfile names, `stand-in` when built on scripts/compose-check.sh's local \
+         stand-ins for them (deploy/podman/README.md says what differs and how it moves the size).\n\n\
+         | image | base | size MiB | start ms | starts | problems |\n|---|---|---|---|---|---|\n",
     );
     for r in &report.results {
         let size = r.size_bytes.map_or("—".into(), |b| num(b as f64 / (1024.0 * 1024.0), 1));
@@ -224,9 +294,14 @@ pub fn render(report: &ImagesReport) -> String {
             let more = if r.errors.len() > 1 { format!(" (+{} more)", r.errors.len() - 1) } else { String::new() };
             format!("{}{more}", e.replace('|', "\\|"))
         });
+        let base = match (&r.size_bytes, &r.standin) {
+            (None, _) => "—",
+            (Some(_), Some(_)) => "stand-in",
+            (Some(_), None) => "official",
+        };
         let _ = writeln!(
             out,
-            "| {} `{}` | {size} | {start} | {} | {problems} |",
+            "| {} `{}` | {base} | {size} | {start} | {} | {problems} |",
             r.spec.name,
             r.spec.reference,
             r.start_ms.len()
@@ -254,17 +329,21 @@ pub fn command(args: &ImagesArgs) -> ExitCode {
     crate::process::install_panic_hook();
     let machine = records::machine_info();
     let started_at = records::now_rfc3339();
-    let engine = engine_version(&args.docker);
-    let results = match &engine {
-        Ok(_) => measure(&args.docker, &specs, args.runs),
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let repo = runtimes::find_repo(&cwd);
+    let engine = choose_engine(&args.docker, &repo);
+    let version = engine_version(&engine);
+    let results = match &version {
+        Ok(_) => measure(&engine, &specs, args.runs),
         Err(_) => Vec::new(),
     };
+    let engine_text = version.map(|v| engine.describe(&v));
     let measured = results.iter().any(|r| r.size_bytes.is_some());
-    let report = ImagesReport { command: std::env::args().collect(), started_at, machine, engine, results };
+    let report =
+        ImagesReport { command: std::env::args().collect(), started_at, machine, engine: engine_text, results };
     let text = render(&report);
     print!("{text}");
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let dir = runtimes::results_dir(&runtimes::find_repo(&cwd), &cwd, args.out_dir.as_deref());
+    let dir = runtimes::results_dir(&repo, &cwd, args.out_dir.as_deref());
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     let stem = dir.join(format!("{stamp}-{}-images", report.machine.hostname));
     let written =
@@ -298,7 +377,7 @@ mod tests {
 
     #[test]
     fn no_engine_is_said_plainly() {
-        let engine = engine_version("/nonexistent/docker");
+        let engine = engine_version(&Engine::new("/nonexistent/docker"));
         assert!(engine.is_err());
         let report = ImagesReport {
             command: vec!["compare".into(), "images".into()],
@@ -308,7 +387,7 @@ mod tests {
             results: Vec::new(),
         };
         let text = render(&report);
-        assert!(text.contains("No Docker engine here, so image size and container start time were not measured"));
+        assert!(text.contains("No container engine here (neither Docker nor podman answered), so image size"));
         assert!(!text.contains("| image |"), "no table of figures that were not measured");
     }
 }
