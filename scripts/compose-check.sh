@@ -9,12 +9,13 @@
 #   KEEP_UP=1 bash scripts/compose-check.sh          # leaves the stack, the engine and the health checks running
 #   bash scripts/compose-check.sh down               # removes a kept stack (and its volumes), stops the engine
 #
-# Steps: install podman, runc, docker-compose, mmdebstrap when missing (apt, as root); build the stand-ins that
-# are missing or out of date; build the five images; `up -d`; wait for every health check; smoke checks of
-# flight-rs, scribe-rs and metadata-rs; the bench profile's loadgen run end to end (shortened by
-# deploy/podman/check.override.yml);
-# a PostgreSQL outage with writes in flight (503 + Retry-After, /healthz naming postgres, recovery, every
-# acknowledged write still there); `down -v`. One line per check (`ok` or `FAIL`), failures summed up last.
+# Steps: install podman, runc, netavark, aardvark-dns, catatonit, docker-compose and mmdebstrap when missing
+# (apt, as root); build the stand-ins that are missing or out of date; build the five images; `up -d`; wait for
+# every health check; smoke checks of flight-rs, scribe-rs and metadata-rs; the bench profile's loadgen run
+# end to end (shortened by deploy/podman/check.override.yml); a PostgreSQL outage with writes in flight (503 +
+# Retry-After, /healthz naming postgres, recovery, every acknowledged write still there); `compare images`
+# (sizes, one start per server image) when a compare binary is built; `down -v`. One line per check (`ok` or
+# `FAIL`), failures summed up last.
 #
 # --binaries DIR: DIR holds flight-rs, scribe-rs, metadata-rs, loadgen and probe built on this machine (for
 # example target/release, or target/debug in the test command: no second build of the workspace). They go
