@@ -295,7 +295,7 @@ containers() {
 
 # Waits until every container that has a health check is healthy and every one-shot exited 0.
 wait_healthy() {
-  local what="$1" deadline=$((SECONDS + health_timeout)) bad line
+  local what="$1" deadline=$((SECONDS + health_timeout)) bad code
   while true; do
     bad=""
     while read -r name status health; do
@@ -303,7 +303,9 @@ wait_healthy() {
       case "$status:$health" in
         running:healthy | running:-) ;;
         # A one-shot (metadata-seed) inherits its image's health check, which never ran: its exit code counts.
-        exited:*) [ "$(podman inspect --format '{{.State.ExitCode}}' "$name")" = 0 ] || bad+=" $name(exit $(podman inspect --format '{{.State.ExitCode}}' "$name"))" ;;
+        exited:*)
+          code=$(podman inspect --format '{{.State.ExitCode}}' "$name")
+          [ "$code" = 0 ] || bad+=" $name(exit $code)" ;;
         *) bad+=" $name($status/$health)" ;;
       esac
     done < <(containers)

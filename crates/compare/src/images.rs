@@ -116,7 +116,7 @@ pub struct ImagesReport {
 }
 
 /// A container engine's CLI and the environment it runs with.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Engine {
     pub cli: String,
     /// Set for every call (podman's CONTAINERS_CONF when compare chose it).
@@ -142,22 +142,29 @@ impl Engine {
     }
 }
 
-/// The engine `--docker` names; `auto`: docker if its engine answers, else podman, which on this project's
-/// machines needs deploy/podman/containers.conf (runc, ulimits below the hard limits).
-pub fn choose_engine(requested: &str, repo: &std::path::Path) -> Engine {
+/// The engine `--docker` names, with its version or why it did not answer; `auto`: docker if its engine
+/// answers, else podman, which on this project's machines needs deploy/podman/containers.conf (runc, ulimits
+/// below the hard limits).
+pub fn choose_engine(requested: &str, repo: &std::path::Path) -> (Engine, Result<String, String>) {
     if requested != "auto" {
-        return Engine::new(requested);
+        let engine = Engine::new(requested);
+        let version = engine_version(&engine);
+        return (engine, version);
     }
     let docker = Engine::new("docker");
-    if engine_version(&docker).is_ok() {
-        return docker;
+    let docker_version = engine_version(&docker);
+    if docker_version.is_ok() {
+        return (docker, docker_version);
     }
     let mut podman = Engine::new("podman");
     let conf = repo.join("deploy/podman/containers.conf");
     if std::env::var_os("CONTAINERS_CONF").is_none() && conf.is_file() {
         podman.env.push(("CONTAINERS_CONF".into(), conf.display().to_string()));
     }
-    if engine_version(&podman).is_ok() { podman } else { docker }
+    match engine_version(&podman) {
+        Ok(version) => (podman, Ok(version)),
+        Err(_) => (docker, docker_version),
+    }
 }
 
 /// Runs one engine CLI call to completion (bounded), returning trimmed stdout or the error with stderr.
@@ -331,8 +338,7 @@ pub fn command(args: &ImagesArgs) -> ExitCode {
     let started_at = records::now_rfc3339();
     let cwd = std::env::current_dir().unwrap_or_default();
     let repo = runtimes::find_repo(&cwd);
-    let engine = choose_engine(&args.docker, &repo);
-    let version = engine_version(&engine);
+    let (engine, version) = choose_engine(&args.docker, &repo);
     let results = match &version {
         Ok(_) => measure(&engine, &specs, args.runs),
         Err(_) => Vec::new(),
