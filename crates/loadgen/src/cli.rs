@@ -73,6 +73,10 @@ pub struct RunArgs {
     /// Requests in flight per connection (1 = no pipelining).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub pipeline: u32,
+    /// I/O engine: io_uring (one ring per thread, multishot receives, one submit per loop turn) or epoll.
+    /// `auto` takes io_uring where the kernel allows it and says so on stderr when it falls back to epoll.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto, env = "LOADGEN_ENGINE")]
+    pub engine: EngineChoice,
     /// Open loop: total requests per second over all threads. Latency is then measured from each request's
     /// intended send time (corrected for coordinated omission). Without it: closed loop, like wrk.
     #[arg(short = 'R', long)]
@@ -138,6 +142,13 @@ pub struct RunArgs {
 pub enum Schedule {
     Uniform,
     Poisson,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    Auto,
+    Uring,
+    Epoll,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]

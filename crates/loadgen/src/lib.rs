@@ -13,6 +13,8 @@
 
 pub mod assertions;
 pub mod cli;
+mod engine;
+mod epoll;
 pub mod http1;
 pub mod merge;
 pub mod render;
@@ -21,6 +23,7 @@ pub mod source;
 pub mod stats;
 pub mod target;
 mod timer;
+mod uring;
 mod worker;
 
 use std::io::Write;
@@ -28,7 +31,7 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cli::RunArgs;
+use cli::{EngineChoice, RunArgs};
 use report::{Report, RunConfig, RunMeta};
 
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +71,7 @@ pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
         return Err(RunError::Unreachable { addr: target.addr.to_string(), reason: e.to_string() });
     }
 
+    let engine = choose_engine(args.engine)?;
     let shared = Arc::new(worker::Shared { source, assertions });
     let started = Instant::now();
     let measure_from = started + args.warmup;
@@ -97,9 +101,10 @@ pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
         };
         let shared = shared.clone();
         let ticks = want_ticks.then(|| tick_tx.clone());
-        let handle = std::thread::Builder::new()
-            .name(format!("loadgen-{index}"))
-            .spawn(move || worker::run(plan, shared, ticks))?;
+        let handle = std::thread::Builder::new().name(format!("loadgen-{index}")).spawn(move || match engine {
+            EngineChoice::Uring => worker::run(plan, shared, ticks, |p| uring::Uring::new(p.addr, p.connections)),
+            _ => worker::run(plan, shared, ticks, |p| epoll::Epoll::new(p.addr, p.connections)),
+        })?;
         handles.push(handle);
     }
     drop(tick_tx);
@@ -116,7 +121,7 @@ pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
     let meta = RunMeta {
         command,
         target: target.url.clone(),
-        config: RunConfig::new(args, threads, shared.source.description.clone(), pins.as_deref()),
+        config: RunConfig::new(args, threads, shared.source.description.clone(), pins.as_deref(), engine_name(engine)),
         started_unix_ms,
         duration_s: measured.as_secs_f64().max(1e-3),
     };
@@ -127,6 +132,32 @@ pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
         eprintln!("loadgen: no responses; last error: {error}");
     }
     Ok(report)
+}
+
+/// The engine to run on: `auto` is io_uring where the kernel allows it, else epoll (said once on stderr);
+/// an explicit `uring` that cannot work is bad input.
+fn choose_engine(asked: EngineChoice) -> Result<EngineChoice, RunError> {
+    match (asked, uring::unavailable()) {
+        (EngineChoice::Epoll, _) => Ok(EngineChoice::Epoll),
+        (_, None) => Ok(EngineChoice::Uring),
+        (EngineChoice::Uring, Some(why)) => Err(RunError::Input(format!("--engine uring: {why}"))),
+        (EngineChoice::Auto, Some(why)) => {
+            eprintln!("loadgen: io_uring unavailable ({why}); using the epoll engine");
+            Ok(EngineChoice::Epoll)
+        }
+    }
+}
+
+/// Why the io_uring engine cannot run here (None when it can).
+pub fn uring_unavailable() -> Option<String> {
+    uring::unavailable()
+}
+
+fn engine_name(engine: EngineChoice) -> &'static str {
+    match engine {
+        EngineChoice::Uring => "uring",
+        _ => "epoll",
+    }
 }
 
 /// Writes --jsonl lines and the terminal progress line from the workers' once-a-second ticks.

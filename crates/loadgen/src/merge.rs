@@ -8,12 +8,12 @@
 //!   over the longest window.
 //! - Latency: the histograms are decoded, added and re-encoded, and every percentile is recomputed from the
 //!   merged histogram. Percentiles are never averaged.
-//! - CPU: the threads are concatenated (in report order) and the totals recomputed from them; each thread's
-//!   `busy_pct` stays relative to its own run's window.
+//! - CPU: the threads are concatenated (in report order) and the totals recomputed from them (`process_us`
+//!   adds up); each thread's `busy_pct` stays relative to its own run's window.
 //! - The description of the run comes from the first report, except: `target` is kept when all reports
 //!   agree, and otherwise becomes `"N targets: a, b, …"`; `config.threads`, `config.connections` and
 //!   `config.rate` add up; `config.duration_s` is the longest; `config.pin` is the concatenation when every
-//!   report was pinned (else null); `started_unix_ms` is the earliest start; `merged_from` adds up.
+//!   report was pinned (else null); `config.engine` is `"mixed"` when the reports used different engines; `started_unix_ms` is the earliest start; `merged_from` adds up.
 //! - Refused: no reports, a schema other than [`SCHEMA`], and a mix of closed- and open-loop reports (their
 //!   latencies measure different things: from the write versus from the intended send time).
 
@@ -89,6 +89,9 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, ReportError> {
     config.duration_s = max_f(|r| r.config.duration_s);
     config.rate = if open { Some(reports.iter().filter_map(|r| r.config.rate).sum()) } else { first.config.rate };
     config.pin = reports.iter().map(|r| r.config.pin.clone()).collect::<Option<Vec<_>>>().map(|p| p.concat());
+    if reports.iter().any(|r| r.config.engine != first.config.engine) {
+        config.engine = "mixed".to_string();
+    }
 
     let open_loop = if open {
         let ols: Vec<&OpenLoop> = reports.iter().filter_map(|r| r.open_loop.as_ref()).collect();
@@ -105,12 +108,14 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, ReportError> {
 
     let threads: Vec<ThreadCpu> = reports.iter().flat_map(|r| r.cpu.threads.iter().cloned()).collect();
     let total_us: u64 = threads.iter().map(|t| t.user_us + t.sys_us).sum();
+    let process_us = reports.iter().map(|r| r.cpu.process_us.max(r.cpu.total_us)).sum::<u64>();
     let cpu = Cpu {
         saturated: threads.iter().any(|t| t.busy_pct > SATURATED_PCT),
-        us_per_response: if responses > 0 { total_us as f64 / responses as f64 } else { 0.0 },
-        responses_per_cpu_s: if total_us > 0 { responses as f64 / (total_us as f64 / 1e6) } else { 0.0 },
+        us_per_response: if responses > 0 { process_us as f64 / responses as f64 } else { 0.0 },
+        responses_per_cpu_s: if process_us > 0 { responses as f64 / (process_us as f64 / 1e6) } else { 0.0 },
         threads,
         total_us,
+        process_us,
     };
 
     Ok(Report {
@@ -199,7 +204,7 @@ mod tests {
         let args = crate::cli::Cli::try_parse_from(&command).unwrap_or_else(|e| panic!("{e}")).run;
         let cpus: Vec<usize> = (0..threads as usize).collect();
         RunMeta {
-            config: RunConfig::new(&args, threads as usize, "url".into(), Some(&cpus)),
+            config: RunConfig::new(&args, threads as usize, "url".into(), Some(&cpus), "epoll"),
             command,
             target: url.into(),
             started_unix_ms: 1_700_000_000_000,

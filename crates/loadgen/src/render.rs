@@ -255,7 +255,7 @@ mod tests {
         command.push(url.into());
         let args = crate::cli::Cli::try_parse_from(&command).unwrap_or_else(|e| panic!("{e}")).run;
         RunMeta {
-            config: RunConfig::new(&args, 1, "url".into(), Some(&[1])),
+            config: RunConfig::new(&args, 1, "url".into(), Some(&[1]), "epoll"),
             command,
             target: url.into(),
             started_unix_ms: 1_700_000_000_000,

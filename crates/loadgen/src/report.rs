@@ -71,12 +71,19 @@ pub struct RunConfig {
     pub source: String,
     /// CPUs the threads were pinned to, in thread order.
     pub pin: Option<Vec<usize>>,
+    /// The I/O engine: "uring" or "epoll" (merged from both: "mixed"). Reports older than the field read as "epoll".
+    #[serde(default = "epoll_engine")]
+    pub engine: String,
+}
+
+fn epoll_engine() -> String {
+    "epoll".to_string()
 }
 
 impl RunConfig {
     /// How a run was asked for (`args`) and started: `threads` threads sending `source`, thread `i` pinned
     /// to `pins[i % pins.len()]`.
-    pub fn new(args: &RunArgs, threads: usize, source: String, pins: Option<&[usize]>) -> RunConfig {
+    pub fn new(args: &RunArgs, threads: usize, source: String, pins: Option<&[usize]>, engine: &str) -> RunConfig {
         RunConfig {
             threads: threads as u32,
             connections: args.connections,
@@ -90,6 +97,7 @@ impl RunConfig {
             schedule: args.rate.map(|_| format!("{:?}", args.schedule).to_ascii_lowercase()),
             source,
             pin: pins.map(|p| (0..threads).map(|i| p[i % p.len()]).collect()),
+            engine: engine.to_string(),
         }
     }
 }
@@ -142,8 +150,13 @@ pub struct Latency {
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Cpu {
     pub threads: Vec<ThreadCpu>,
+    /// The worker threads' CPU over the window, summed.
     pub total_us: u64,
-    /// Loader CPU per response: the loader's own efficiency.
+    /// The whole process's CPU over the window: the workers plus anything else the process ran (the main
+    /// thread, io_uring's io-wq workers if the kernel started any). Older reports read as `total_us`.
+    #[serde(default)]
+    pub process_us: u64,
+    /// Loader CPU per response (the larger of `total_us` and `process_us`): the loader's own efficiency.
     pub us_per_response: f64,
     /// Responses per loader CPU-second.
     pub responses_per_cpu_s: f64,
@@ -255,6 +268,8 @@ impl Report {
             });
         }
         let total_us: u64 = threads.iter().map(|t| t.user_us + t.sys_us).sum();
+        // Both clocks tick every 10 ms, so the process's can read a little below the threads' sum.
+        let process_us = workers.iter().filter_map(|w| w.process_cpu_us).sum::<u64>().max(total_us);
         let non_2xx_3xx = status.iter().filter(|(c, _)| !(200..400).contains(*c)).map(|(_, n)| n).sum();
         let req_per_s = responses as f64 / meta.duration_s.max(1e-9);
         Ok(Report {
@@ -289,8 +304,9 @@ impl Report {
                 saturated: threads.iter().any(|t| t.busy_pct > SATURATED_PCT),
                 threads,
                 total_us,
-                us_per_response: if responses > 0 { total_us as f64 / responses as f64 } else { 0.0 },
-                responses_per_cpu_s: if total_us > 0 { responses as f64 / (total_us as f64 / 1e6) } else { 0.0 },
+                process_us,
+                us_per_response: if responses > 0 { process_us as f64 / responses as f64 } else { 0.0 },
+                responses_per_cpu_s: if process_us > 0 { responses as f64 / (process_us as f64 / 1e6) } else { 0.0 },
             },
             merged_from: 1,
         })

@@ -97,6 +97,9 @@ pub struct WorkerStats {
     /// The worker thread's CPU time over the measured window, µs.
     pub cpu_user_us: u64,
     pub cpu_sys_us: u64,
+    /// The whole process's CPU time over the window, µs (recorded by worker 0 only): it includes threads no
+    /// worker's own clock sees, such as io_uring's io-wq workers.
+    pub process_cpu_us: Option<u64>,
     /// The CPU this worker was pinned to, if any.
     pub pinned_cpu: Option<usize>,
 }
@@ -121,6 +124,7 @@ impl WorkerStats {
             latency_from_write: open_loop.then(new_histogram),
             cpu_user_us: 0,
             cpu_sys_us: 0,
+            process_cpu_us: None,
             pinned_cpu: None,
         }
     }
@@ -129,7 +133,18 @@ impl WorkerStats {
 /// CPU time of the calling thread so far, (user µs, system µs), from /proc/thread-self/stat (no unsafe
 /// getrusage binding needed; same clock-tick resolution).
 pub fn thread_cpu_us() -> (u64, u64) {
-    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else { return (0, 0) };
+    stat_cpu_us("/proc/thread-self/stat")
+}
+
+/// CPU time of the whole process so far (every thread, live or exited), user + system µs.
+pub fn process_cpu_us() -> u64 {
+    let (user, sys) = stat_cpu_us("/proc/self/stat");
+    user + sys
+}
+
+/// utime and stime of a /proc/…/stat file, µs.
+fn stat_cpu_us(path: &str) -> (u64, u64) {
+    let Ok(stat) = std::fs::read_to_string(path) else { return (0, 0) };
     // The command name may contain spaces; the fields after its closing parenthesis are fixed.
     let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return (0, 0) };
     let fields: Vec<&str> = rest.split_whitespace().collect();

@@ -1,24 +1,27 @@
-//! One worker thread: its own mio event loop, its own connections, its own histograms. Sockets are
-//! registered once (edge-triggered) for read and write, so a request costs a write and a read, never an
-//! epoll_ctl; buffers are per connection and reused, so a request allocates nothing.
+//! One worker thread: its own connections, its own histograms and its own I/O engine (`engine`). The worker
+//! decides what is sent and when (closed loop, or the open loop's schedule), parses what comes back, keeps the
+//! per-request timers and counts everything; the engine only moves bytes. Buffers are per connection and
+//! reused, so a request allocates nothing.
+//!
+//! The engine hands events to the worker inside [`Engine::wait`], where the worker cannot call the engine back.
+//! So a connection the worker gives up on during a wait is marked (`doomed`) and closed right after it, and
+//! bytes queued during a wait are written right after it: the same loop turn, before the next wait.
 
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token};
 
 use crate::assertions::Assertions;
 use crate::cli::Schedule;
-use crate::http1::ResponseParser;
+use crate::engine::{Engine, Event};
+use crate::http1::{Done, ResponseParser};
 use crate::source::{Cursor, Rng, Source};
-use crate::stats::{WorkerStats, new_histogram, thread_cpu_us};
-use crate::timer::SendTimer;
+use crate::stats::{WorkerStats, new_histogram, process_cpu_us, thread_cpu_us};
 
 /// How often timeouts and reconnect backoffs are checked: the timeout's resolution.
 const SWEEP_EVERY: Duration = Duration::from_millis(5);
@@ -26,7 +29,6 @@ const SWEEP_EVERY: Duration = Duration::from_millis(5);
 const LATE_AFTER: Duration = Duration::from_millis(1);
 /// Wait before retrying a connection that failed to connect, so a dead server is not hammered in a tight loop.
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(10);
-const READ_BUF: usize = 16 * 1024;
 
 /// What the run-wide state hands each worker.
 pub struct Shared {
@@ -65,17 +67,32 @@ struct Sent {
     head: bool,
 }
 
+/// What happens to a connection the worker gave up on, once the engine has closed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// Connect again at once (a reconnect).
+    Reconnect,
+    /// Connect again after `RECONNECT_BACKOFF` (the connect itself failed).
+    Backoff,
+    /// The backoff is over: connect again (not counted as a reconnect: it never connected).
+    Retry,
+}
+
 struct Conn {
-    stream: Option<TcpStream>,
+    /// The engine has a socket for this slot (connecting or connected).
+    open: bool,
     connected: bool,
     established_once: bool,
     connect_started: Instant,
     retry_at: Option<Instant>,
+    /// Given up on during an engine wait: closed right after it.
+    doomed: Option<After>,
     wbuf: Vec<u8>,
     wpos: usize,
+    /// In the worker's list of connections to write after the wait.
+    flush_listed: bool,
+    /// Response bytes received and not yet consumed by the parser (a partial head or chunk line).
     rbuf: Vec<u8>,
-    rpos: usize,
-    rlen: usize,
     parser: ResponseParser,
     pending: VecDeque<Sent>,
     body: Vec<u8>,
@@ -87,16 +104,16 @@ struct Conn {
 impl Conn {
     fn new(pipeline: usize) -> Self {
         Conn {
-            stream: None,
+            open: false,
             connected: false,
             established_once: false,
             connect_started: Instant::now(),
             retry_at: None,
+            doomed: None,
             wbuf: Vec::with_capacity(512),
             wpos: 0,
-            rbuf: vec![0; READ_BUF],
-            rpos: 0,
-            rlen: 0,
+            flush_listed: false,
+            rbuf: Vec::new(),
             parser: ResponseParser::default(),
             pending: VecDeque::with_capacity(pipeline),
             body: Vec::new(),
@@ -106,10 +123,10 @@ impl Conn {
     }
 }
 
-struct Worker<'a> {
+/// Everything but the engine: what the engine's events are handed to.
+struct State<'a> {
     plan: Plan,
     shared: &'a Shared,
-    poll: Poll,
     conns: Vec<Conn>,
     cursor: Cursor,
     stats: WorkerStats,
@@ -121,27 +138,36 @@ struct Worker<'a> {
     backlog: VecDeque<Instant>,
     next_send: Instant,
     rng: Rng,
-    responses_total: u64,
     checked_counter: u64,
     interval: Histogram<u64>,
     interval_responses: u64,
     interval_errors: u64,
     last_error: Option<String>,
-    /// Open loop only: wakes the loop at the next send time (see `timer`).
-    send_timer: Option<SendTimer>,
+    /// Connections given up on, to close after the wait.
+    doomed: Vec<usize>,
+    /// Connections with bytes to write after the wait.
+    to_flush: Vec<usize>,
 }
 
-/// Runs the worker until `plan.end`; returns what it measured after `plan.measure_from`.
-pub fn run(plan: Plan, shared: Arc<Shared>, ticks: Option<Sender<Tick>>) -> io::Result<(WorkerStats, Option<String>)> {
+struct Worker<'a, E> {
+    engine: E,
+    state: State<'a>,
+}
+
+/// Runs the worker until `plan.end` on the engine `make_engine` builds (on this thread, after pinning it);
+/// returns what it measured after `plan.measure_from`.
+pub fn run<E: Engine>(
+    plan: Plan,
+    shared: Arc<Shared>,
+    ticks: Option<Sender<Tick>>,
+    make_engine: impl FnOnce(&Plan) -> io::Result<E>,
+) -> io::Result<(WorkerStats, Option<String>)> {
     if let Some(cpu) = plan.pin {
         core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
     }
     let open_loop = plan.rate.is_some();
-    let poll = Poll::new()?;
-    let send_timer = if open_loop { Some(SendTimer::new(poll.registry())?) } else { None };
-    let mut worker = Worker {
-        poll,
-        send_timer,
+    let engine = make_engine(&plan)?;
+    let state = State {
         conns: (0..plan.connections).map(|_| Conn::new(plan.pipeline)).collect(),
         cursor: shared.source.cursor(plan.seed, plan.index),
         stats: WorkerStats::new(open_loop),
@@ -151,128 +177,228 @@ pub fn run(plan: Plan, shared: Arc<Shared>, ticks: Option<Sender<Tick>>) -> io::
         backlog: VecDeque::with_capacity(plan.connections),
         next_send: Instant::now(),
         rng: Rng::new(plan.seed.wrapping_add(0x5851_F42D_4C95_7F2D).wrapping_mul(plan.index as u64 + 1)),
-        responses_total: 0,
         checked_counter: 0,
         interval: new_histogram(),
         interval_responses: 0,
         interval_errors: 0,
         last_error: None,
+        doomed: Vec::with_capacity(plan.connections),
+        to_flush: Vec::with_capacity(plan.connections),
         shared: &shared,
         plan,
     };
+    let mut worker = Worker { engine, state };
     worker.event_loop(ticks)?;
-    Ok((worker.stats, worker.last_error))
+    Ok((worker.state.stats, worker.state.last_error))
 }
 
-impl Worker<'_> {
+impl<E: Engine> Worker<'_, E> {
     fn event_loop(&mut self, ticks: Option<Sender<Tick>>) -> io::Result<()> {
-        let mut events = Events::with_capacity(1024);
-        for i in 0..self.conns.len() {
+        for i in 0..self.state.conns.len() {
             self.connect(i);
         }
+        // Worker 0 also reads the process's CPU over the window: it includes threads the kernel starts for the
+        // process (io_uring's io-wq workers), which no worker's own clock sees.
+        let track_process = self.state.plan.index == 0;
         let mut cpu_at_start = (0, 0);
+        let mut process_at_start = 0;
         let mut next_sweep = Instant::now() + SWEEP_EVERY;
-        let mut next_tick = self.plan.measure_from + Duration::from_secs(1);
+        let mut next_tick = self.state.plan.measure_from + Duration::from_secs(1);
         let mut second = 0;
         loop {
+            self.settle();
             let now = Instant::now();
-            if now >= self.plan.end {
+            if now >= self.state.plan.end {
                 break;
             }
-            if !self.measuring && now >= self.plan.measure_from {
+            let s = &mut self.state;
+            if !s.measuring && now >= s.plan.measure_from {
                 // Warmup over: everything counted so far is discarded.
-                self.stats = WorkerStats::new(self.open_loop);
-                self.interval.reset();
-                (self.interval_responses, self.interval_errors) = (0, 0);
+                s.stats = WorkerStats::new(s.open_loop);
+                s.interval.reset();
+                (s.interval_responses, s.interval_errors) = (0, 0);
                 cpu_at_start = thread_cpu_us();
-                self.measuring = true;
+                if track_process {
+                    process_at_start = process_cpu_us();
+                }
+                s.measuring = true;
             }
-            if self.open_loop {
-                self.schedule(now);
+            if s.open_loop {
+                s.schedule(now);
                 self.dispatch();
             }
             if now >= next_sweep {
-                self.sweep(now);
+                self.state.sweep(now);
                 next_sweep = now + SWEEP_EVERY;
             }
-            if self.measuring && now >= next_tick {
+            self.settle();
+            let s = &mut self.state;
+            if s.measuring && now >= next_tick {
                 second += 1;
                 if let Some(ticks) = &ticks {
-                    let latency = std::mem::replace(&mut self.interval, new_histogram());
+                    let latency = std::mem::replace(&mut s.interval, new_histogram());
                     let _ = ticks.send(Tick {
                         second,
-                        responses: self.interval_responses,
-                        errors: self.interval_errors,
+                        responses: s.interval_responses,
+                        errors: s.interval_errors,
                         latency,
                     });
                 }
-                (self.interval_responses, self.interval_errors) = (0, 0);
+                (s.interval_responses, s.interval_errors) = (0, 0);
                 next_tick += Duration::from_secs(1);
             }
-            let mut wait = next_sweep.saturating_duration_since(now).min(self.plan.end.saturating_duration_since(now));
-            if self.open_loop {
-                wait = wait.min(self.next_send.saturating_duration_since(now));
-                if let Some(timer) = &mut self.send_timer {
-                    timer.arm(self.next_send, now)?;
-                }
+            let mut wake_at = next_sweep.min(s.plan.end);
+            if !s.measuring {
+                wake_at = wake_at.min(s.plan.measure_from);
             }
-            if !self.measuring {
-                wait = wait.min(self.plan.measure_from.saturating_duration_since(now));
-            }
-            match self.poll.poll(&mut events, Some(wait)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-            for event in events.iter() {
-                if event.token() == SendTimer::TOKEN {
-                    if let Some(timer) = &mut self.send_timer {
-                        timer.fired();
-                    }
-                    continue;
-                }
-                let i = event.token().0;
-                if i >= self.conns.len() {
-                    continue;
-                }
-                if event.is_writable() || event.is_write_closed() || event.is_error() {
-                    self.on_writable(i);
-                }
-                if event.is_readable() || event.is_read_closed() {
-                    self.on_readable(i, event.is_read_closed());
-                }
-            }
+            let send_at = s.open_loop.then_some(s.next_send);
+            self.engine.wait(wake_at, send_at, &mut |i, event| s.on_event(i, event))?;
         }
+        let s = &mut self.state;
         let (user, sys) = thread_cpu_us();
-        self.stats.cpu_user_us = user.saturating_sub(cpu_at_start.0);
-        self.stats.cpu_sys_us = sys.saturating_sub(cpu_at_start.1);
-        self.stats.pinned_cpu = self.plan.pin;
-        self.stats.connections_asked = self.conns.len() as u64;
-        self.stats.connections_established = self.conns.iter().filter(|c| c.established_once).count() as u64;
-        self.stats.in_flight_at_end = self.conns.iter().map(|c| c.pending.len() as u64).sum();
+        s.stats.cpu_user_us = user.saturating_sub(cpu_at_start.0);
+        s.stats.cpu_sys_us = sys.saturating_sub(cpu_at_start.1);
+        if track_process {
+            s.stats.process_cpu_us = Some(process_cpu_us().saturating_sub(process_at_start));
+        }
+        s.stats.pinned_cpu = s.plan.pin;
+        s.stats.connections_asked = s.conns.len() as u64;
+        s.stats.connections_established = s.conns.iter().filter(|c| c.established_once).count() as u64;
+        s.stats.in_flight_at_end = s.conns.iter().map(|c| c.pending.len() as u64).sum();
         Ok(())
     }
 
+    /// Closes what was given up on (and reopens it or schedules its retry), then writes what was queued.
+    fn settle(&mut self) {
+        while let Some(i) = self.state.doomed.pop() {
+            let Some(after) = self.state.conns[i].doomed.take() else { continue };
+            self.engine.close(i);
+            let conn = &mut self.state.conns[i];
+            conn.open = false;
+            conn.connected = false;
+            if conn.listed_free {
+                conn.listed_free = false;
+                self.state.free.retain(|&f| f != i);
+            }
+            match after {
+                After::Reconnect => {
+                    if self.state.measuring {
+                        self.state.stats.reconnects += 1;
+                    }
+                    self.connect(i);
+                }
+                After::Backoff => conn.retry_at = Some(Instant::now() + RECONNECT_BACKOFF),
+                After::Retry => self.connect(i),
+            }
+        }
+        while let Some(i) = self.state.to_flush.pop() {
+            self.state.conns[i].flush_listed = false;
+            self.flush(i);
+        }
+    }
+
     fn connect(&mut self, i: usize) {
-        let conn = &mut self.conns[i];
+        let conn = &mut self.state.conns[i];
         conn.connected = false;
         conn.retry_at = None;
         conn.connect_started = Instant::now();
         conn.wbuf.clear();
         conn.wpos = 0;
-        conn.rpos = 0;
-        conn.rlen = 0;
+        conn.rbuf.clear();
         conn.parser.reset();
         conn.pending.clear();
-        match TcpStream::connect(self.plan.addr) {
-            Ok(mut stream) => {
-                let _ = stream.set_nodelay(true);
-                match self.poll.registry().register(&mut stream, Token(i), Interest::READABLE | Interest::WRITABLE) {
-                    Ok(()) => conn.stream = Some(stream),
-                    Err(e) => self.connect_failed(i, &e),
+        match self.engine.connect(i) {
+            Ok(()) => conn.open = true,
+            Err(e) => self.state.connect_failed(i, &e),
+        }
+    }
+
+    /// Writes what the connection has queued, as far as the socket takes it.
+    fn flush(&mut self, i: usize) {
+        let conn = &mut self.state.conns[i];
+        if !conn.connected || conn.doomed.is_some() {
+            return;
+        }
+        while conn.wpos < conn.wbuf.len() {
+            match self.engine.write(i, &conn.wbuf[conn.wpos..]) {
+                Ok(0) => return self.state.fail(i, FailKind::Write, "write returned 0".into()),
+                Ok(n) => {
+                    conn.wpos += n;
+                    if self.state.measuring {
+                        self.state.stats.bytes_written += n as u64;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return, // Writable calls again
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.state.fail(i, FailKind::Write, e.to_string()),
+            }
+        }
+        conn.wbuf.clear();
+        conn.wpos = 0;
+    }
+
+    /// Open loop: sends backlogged requests on free connections.
+    fn dispatch(&mut self) {
+        let s = &mut self.state;
+        while let Some(&intended) = s.backlog.front() {
+            let Some(i) = s.free.pop() else { return };
+            s.conns[i].listed_free = false;
+            if !s.conns[i].connected || s.conns[i].doomed.is_some() {
+                continue;
+            }
+            s.backlog.pop_front();
+            if s.measuring && Instant::now().saturating_duration_since(intended) > LATE_AFTER {
+                s.stats.late_sends += 1;
+            }
+            s.queue_request(i, intended);
+            s.mark_free(i);
+        }
+    }
+}
+
+impl State<'_> {
+    /// One engine event for connection `i`; false when the connection is (now) given up on.
+    fn on_event(&mut self, i: usize, event: Event<'_>) -> bool {
+        if self.conns[i].doomed.is_some() {
+            return false;
+        }
+        match event {
+            Event::Connected => {
+                let conn = &mut self.conns[i];
+                conn.connected = true;
+                conn.established_once = true;
+                if self.open_loop {
+                    self.mark_free(i);
+                } else {
+                    for _ in 0..self.plan.pipeline {
+                        self.queue_request(i, Instant::now());
+                    }
                 }
             }
-            Err(e) => self.connect_failed(i, &e),
+            Event::ConnectFailed(e) => self.connect_failed(i, &e),
+            Event::Writable => self.list_flush(i),
+            Event::Data(bytes) => self.on_data(i, bytes),
+            Event::Eof => self.on_eof(i),
+            Event::ReadFailed(e) => self.fail(i, FailKind::Read, e.to_string()),
+            Event::WriteFailed(e) => self.fail(i, FailKind::Write, e.to_string()),
+        }
+        self.conns[i].doomed.is_none()
+    }
+
+    fn list_flush(&mut self, i: usize) {
+        let conn = &mut self.conns[i];
+        if !conn.flush_listed && conn.wpos < conn.wbuf.len() {
+            conn.flush_listed = true;
+            self.to_flush.push(i);
+        }
+    }
+
+    /// Gives connection `i` up: it is closed after this turn's wait, then reopened or retried.
+    fn doom(&mut self, i: usize, after: After) {
+        let conn = &mut self.conns[i];
+        if conn.doomed.is_none() {
+            conn.doomed = Some(after);
+            self.doomed.push(i);
         }
     }
 
@@ -282,138 +408,73 @@ impl Worker<'_> {
         }
         self.interval_errors += 1;
         self.last_error = Some(format!("connect to {}: {e}", self.plan.addr));
-        let conn = &mut self.conns[i];
-        if let Some(mut stream) = conn.stream.take() {
-            let _ = self.poll.registry().deregister(&mut stream);
-        }
-        conn.retry_at = Some(Instant::now() + RECONNECT_BACKOFF);
+        self.doom(i, After::Backoff);
     }
 
-    /// Drops the connection and opens a new one (counted as a reconnect).
-    fn reconnect(&mut self, i: usize) {
-        if let Some(mut stream) = self.conns[i].stream.take() {
-            let _ = self.poll.registry().deregister(&mut stream);
-        }
+    fn fail(&mut self, i: usize, kind: FailKind, why: String) {
         if self.measuring {
-            self.stats.reconnects += 1;
-        }
-        self.conns[i].listed_free = false;
-        self.free.retain(|&f| f != i);
-        self.connect(i);
-    }
-
-    fn on_writable(&mut self, i: usize) {
-        let conn = &mut self.conns[i];
-        let Some(stream) = conn.stream.as_mut() else { return };
-        if !conn.connected {
-            // A non-blocking connect finished: it worked if there is no socket error and a peer.
-            match stream.take_error() {
-                Ok(None) if stream.peer_addr().is_ok() => {}
-                Ok(Some(e)) | Err(e) => return self.connect_failed(i, &e),
-                Ok(None) => return, // not connected yet (spurious wakeup)
-            }
-            conn.connected = true;
-            conn.established_once = true;
-            if self.open_loop {
-                self.mark_free(i);
-            } else {
-                for _ in 0..self.plan.pipeline {
-                    self.queue_request(i, Instant::now());
-                }
+            let e = &mut self.stats.errors;
+            match kind {
+                FailKind::Read => e.read += 1,
+                FailKind::Write => e.write += 1,
+                FailKind::Parse => e.parse += 1,
+                FailKind::Closed => e.closed += 1,
+                FailKind::Timeout => e.timeout += 1,
             }
         }
-        self.flush(i);
+        self.interval_errors += 1;
+        self.last_error = Some(why);
+        self.doom(i, After::Reconnect);
     }
 
-    /// Renders the next request into the connection's write buffer and records it as sent.
+    /// Renders the next request into the connection's write buffer, records it as sent and lists the
+    /// connection for writing.
     fn queue_request(&mut self, i: usize, intended: Instant) {
         let conn = &mut self.conns[i];
-        if conn.wpos == conn.wbuf.len() {
-            conn.wbuf.clear();
-            conn.wpos = 0;
-        }
         let head = self.shared.source.write_next(&mut self.cursor, &mut conn.wbuf);
         conn.pending.push_back(Sent { intended, written: Instant::now(), head });
+        self.list_flush(i);
     }
 
-    fn flush(&mut self, i: usize) {
-        let conn = &mut self.conns[i];
-        let Some(stream) = conn.stream.as_mut() else { return };
-        while conn.wpos < conn.wbuf.len() {
-            match stream.write(&conn.wbuf[conn.wpos..]) {
-                Ok(0) => return self.fail(i, FailKind::Write, "write returned 0".into()),
-                Ok(n) => {
-                    conn.wpos += n;
-                    if self.measuring {
-                        self.stats.bytes_written += n as u64;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return, // the writable edge will call again
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.fail(i, FailKind::Write, e.to_string()),
-            }
+    /// Response bytes: parsed straight from the engine's buffer; only an unfinished tail is kept.
+    fn on_data(&mut self, i: usize, bytes: &[u8]) {
+        if self.measuring {
+            self.stats.bytes_read += bytes.len() as u64;
         }
+        let mut kept = std::mem::take(&mut self.conns[i].rbuf);
+        let parsed = if kept.is_empty() {
+            let used = self.parse(i, bytes);
+            if let Some(used) = used {
+                kept.extend_from_slice(&bytes[used..]);
+            }
+            used
+        } else {
+            kept.extend_from_slice(bytes);
+            let used = self.parse(i, &kept);
+            if let Some(used) = used {
+                kept.drain(..used);
+            }
+            used
+        };
+        if parsed.is_none() {
+            kept.clear();
+        }
+        self.conns[i].rbuf = kept;
     }
 
-    /// `peer_closed`: the event also reported the peer's FIN, which arrives with no later edge of its own,
-    /// so the socket must be read to EOF now (a close-delimited body ends there).
-    fn on_readable(&mut self, i: usize, peer_closed: bool) {
+    /// Parses `buf` for connection `i`; returns how much it consumed, or None when the connection was given up
+    /// on meanwhile (a parse error, or the server's close).
+    fn parse(&mut self, i: usize, buf: &[u8]) -> Option<usize> {
+        let assertions = &self.shared.assertions;
+        let mut at = 0;
         loop {
             let conn = &mut self.conns[i];
-            let Some(stream) = conn.stream.as_mut() else { return };
-            if !conn.connected {
-                return;
-            }
-            if conn.rlen == conn.rbuf.len() {
-                // Full: move what is unparsed to the front, or grow for a large head or body chunk.
-                if conn.rpos > 0 {
-                    conn.rbuf.copy_within(conn.rpos..conn.rlen, 0);
-                    conn.rlen -= conn.rpos;
-                    conn.rpos = 0;
-                } else {
-                    let grown = conn.rbuf.len() * 2;
-                    conn.rbuf.resize(grown, 0);
-                }
-            }
-            let space = conn.rbuf.len() - conn.rlen;
-            match stream.read(&mut conn.rbuf[conn.rlen..]) {
-                Ok(0) => return self.on_eof(i),
-                Ok(n) => {
-                    conn.rlen += n;
-                    if self.measuring {
-                        self.stats.bytes_read += n as u64;
-                    }
-                    if !self.parse(i) {
-                        return;
-                    }
-                    // A short read drained the socket; the next edge brings more. No EAGAIN syscall needed,
-                    // unless the peer already closed: then no further edge comes and EOF must be read now.
-                    if n < space && !peer_closed {
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.fail(i, FailKind::Read, e.to_string()),
-            }
-        }
-    }
-
-    /// Parses what is buffered; returns false when the connection was dropped meanwhile.
-    fn parse(&mut self, i: usize) -> bool {
-        let shared = self.shared;
-        let assertions = &shared.assertions;
-        loop {
-            let conn = &mut self.conns[i];
-            if conn.rpos == conn.rlen {
-                conn.rpos = 0;
-                conn.rlen = 0;
-                return true;
+            if at == buf.len() {
+                return Some(at);
             }
             let Some(front) = conn.pending.front() else {
-                let what = "response bytes with no request outstanding".to_string();
-                self.fail(i, FailKind::Parse, what);
-                return false;
+                self.fail(i, FailKind::Parse, "response bytes with no request outstanding".into());
+                return None;
             };
             let head = front.head;
             // Decide per response whether assertions look at it (every Nth).
@@ -431,38 +492,30 @@ impl Worker<'_> {
                     }
                 };
                 let body = if keep_body { Some(&mut conn.body) } else { None };
-                conn.parser.parse(&conn.rbuf[conn.rpos..conn.rlen], head, &mut on_head, body)
+                conn.parser.parse(&buf[at..], head, &mut on_head, body)
             };
             conn.head_ok = head_ok;
             match outcome {
-                Ok((used, None)) => {
-                    conn.rpos += used;
-                    if conn.rpos == conn.rlen {
-                        conn.rpos = 0;
-                        conn.rlen = 0;
-                    }
-                    return true;
-                }
+                Ok((used, None)) => return Some(at + used),
                 Ok((used, Some(done))) => {
-                    conn.rpos += used;
+                    at += used;
                     if !self.on_response(i, done, check) {
-                        return false;
+                        return None;
                     }
                 }
                 Err(e) => {
                     self.fail(i, FailKind::Parse, e.to_string());
-                    return false;
+                    return None;
                 }
             }
         }
     }
 
-    /// Records a complete response; returns false when the connection was closed (server asked).
-    fn on_response(&mut self, i: usize, done: crate::http1::Done, checked: bool) -> bool {
+    /// Records a complete response; returns false when the connection is being closed (server asked).
+    fn on_response(&mut self, i: usize, done: Done, checked: bool) -> bool {
         let now = Instant::now();
         let conn = &mut self.conns[i];
         let Some(sent) = conn.pending.pop_front() else { return false };
-        self.responses_total += 1;
         if checked {
             self.checked_counter = 0;
         }
@@ -492,63 +545,48 @@ impl Worker<'_> {
             if self.measuring && lost > 0 {
                 self.stats.errors.closed += lost;
             }
-            self.reconnect(i);
+            self.doom(i, After::Reconnect);
             return false;
         }
         if self.open_loop {
             self.mark_free(i);
-            self.dispatch();
         } else {
             self.queue_request(i, now);
-            self.flush(i);
         }
-        self.conns[i].stream.is_some()
+        true
     }
 
     fn on_eof(&mut self, i: usize) {
-        match self.conns[i].parser.eof() {
-            Ok(Some(done)) => {
-                // A close-delimited body ended: a complete response; on_response reopens the connection.
-                self.conns[i].rpos = self.conns[i].rlen;
+        let conn = &mut self.conns[i];
+        match conn.parser.eof() {
+            Ok(Some(mut done)) => {
+                // A close-delimited body ended: a complete response, and the connection is reopened.
+                conn.rbuf.clear();
                 let every = self.shared.assertions.every;
                 let checked = self.shared.assertions.any() && self.checked_counter.is_multiple_of(every);
-                let mut done = done;
-                done.close = true; // on_response reopens the connection
+                done.close = true;
                 self.on_response(i, done, checked);
             }
-            Ok(None) if self.conns[i].pending.is_empty() => self.reconnect(i), // idle keep-alive closed by server
+            Ok(None) if conn.pending.is_empty() => self.doom(i, After::Reconnect), // idle keep-alive closed
             Ok(None) | Err(_) => self.fail(i, FailKind::Closed, "server closed the connection mid-request".into()),
         }
-    }
-
-    fn fail(&mut self, i: usize, kind: FailKind, why: String) {
-        if self.measuring {
-            let e = &mut self.stats.errors;
-            match kind {
-                FailKind::Read => e.read += 1,
-                FailKind::Write => e.write += 1,
-                FailKind::Parse => e.parse += 1,
-                FailKind::Closed => e.closed += 1,
-                FailKind::Timeout => e.timeout += 1,
-            }
-        }
-        self.interval_errors += 1;
-        self.last_error = Some(why);
-        self.reconnect(i);
     }
 
     /// Per-request timeouts, connect timeouts and reconnect backoffs.
     fn sweep(&mut self, now: Instant) {
         for i in 0..self.conns.len() {
-            let conn = &self.conns[i];
+            let conn = &mut self.conns[i];
+            if conn.doomed.is_some() {
+                continue;
+            }
             if let Some(at) = conn.retry_at {
                 if now >= at {
-                    self.connect(i);
+                    conn.retry_at = None;
+                    self.doom(i, After::Retry);
                 }
                 continue;
             }
-            if conn.stream.is_some() && !conn.connected && now.duration_since(conn.connect_started) > self.plan.timeout
-            {
+            if conn.open && !conn.connected && now.duration_since(conn.connect_started) > self.plan.timeout {
                 let e = io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
                 self.connect_failed(i, &e);
                 continue;
@@ -563,7 +601,7 @@ impl Worker<'_> {
 
     fn mark_free(&mut self, i: usize) {
         let conn = &mut self.conns[i];
-        if conn.connected && !conn.listed_free && conn.pending.len() < self.plan.pipeline {
+        if conn.connected && conn.doomed.is_none() && !conn.listed_free && conn.pending.len() < self.plan.pipeline {
             conn.listed_free = true;
             self.free.push(i);
         }
@@ -586,24 +624,6 @@ impl Worker<'_> {
                 Schedule::Poisson => -self.rng.unit().ln() / rate,
             };
             self.next_send += Duration::from_secs_f64(gap);
-        }
-    }
-
-    /// Open loop: sends backlogged requests on free connections.
-    fn dispatch(&mut self) {
-        while let Some(&intended) = self.backlog.front() {
-            let Some(i) = self.free.pop() else { return };
-            self.conns[i].listed_free = false;
-            if !self.conns[i].connected {
-                continue;
-            }
-            self.backlog.pop_front();
-            if self.measuring && Instant::now().saturating_duration_since(intended) > LATE_AFTER {
-                self.stats.late_sends += 1;
-            }
-            self.queue_request(i, intended);
-            self.flush(i);
-            self.mark_free(i);
         }
     }
 }

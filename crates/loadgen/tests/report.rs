@@ -30,7 +30,7 @@ fn meta(rate: Option<f64>, pinned: bool) -> RunMeta {
     command.push(url.into());
     let args = loadgen::cli::Cli::try_parse_from(&command).unwrap_or_else(|e| panic!("{e}")).run;
     RunMeta {
-        config: RunConfig::new(&args, 2, "template /v1/{id}".into(), pinned.then_some(&[0, 1][..])),
+        config: RunConfig::new(&args, 2, "template /v1/{id}".into(), pinned.then_some(&[0, 1][..]), "epoll"),
         command,
         target: url.into(),
         started_unix_ms: 1_700_000_000_123,
