@@ -1,6 +1,8 @@
-//! Whether loadgen and wrk measured a server alike: the runs of one calibration, and the verdict on them.
-//! Rounds alternate which loader goes first, and each round's two runs are back to back on the same server,
-//! so the verdict is judged on per-round ratios; a server whose cores sat idle under a loader is not judged.
+//! Whether loadgen and wrk measured a server alike, and what each loader spent doing it: the runs of one
+//! calibration, and the verdicts on them. Rounds rotate which loader goes first, and each round's runs are
+//! back to back on the same server, so verdicts are judged on per-round ratios; a server whose cores sat idle
+//! under a loader is not judged for agreement. loadgen runs twice per round: on its default engine (io_uring
+//! where the kernel allows it) and on epoll, so the engines' efficiency is measured in the same rounds.
 
 use std::collections::BTreeSet;
 
@@ -13,7 +15,10 @@ pub const AGREE_PCT: f64 = 5.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Loader {
+    /// loadgen on its default engine.
     Loadgen,
+    /// loadgen with `--engine epoll`.
+    LoadgenEpoll,
     Wrk,
 }
 
@@ -21,14 +26,18 @@ impl Loader {
     pub fn name(self) -> &'static str {
         match self {
             Loader::Loadgen => "loadgen",
+            Loader::LoadgenEpoll => "loadgen-epoll",
             Loader::Wrk => "wrk",
         }
     }
 }
 
-/// Which loader goes first in a round (1-based): loadgen in odd rounds, wrk in even ones.
-pub fn order(round: u32) -> [Loader; 2] {
-    if round % 2 == 1 { [Loader::Loadgen, Loader::Wrk] } else { [Loader::Wrk, Loader::Loadgen] }
+/// The loaders of a round (1-based) in the order they run: rotated by one each round, so each goes first,
+/// second and third equally often over three rounds.
+pub fn order(round: u32) -> [Loader; 3] {
+    let mut loaders = [Loader::Loadgen, Loader::Wrk, Loader::LoadgenEpoll];
+    loaders.rotate_right((round.saturating_sub(1) % 3) as usize);
+    loaders
 }
 
 /// One measured run of one loader against one server.
@@ -46,6 +55,16 @@ pub struct LoaderRun {
     pub server_busy_pct: f64,
     /// Non-idle share of the loader cores over the run, percent.
     pub loader_busy_pct: f64,
+    /// The loader process's own CPU (user + system, every thread) over its life, µs: what `wait4` reports,
+    /// read the same way for every loader. None when it could not be read (the loader was killed).
+    pub loader_cpu_us: Option<f64>,
+}
+
+impl LoaderRun {
+    /// Responses per loader CPU-second: the loader's efficiency.
+    pub fn per_loader_cpu_s(&self) -> Option<f64> {
+        self.loader_cpu_us.filter(|us| *us > 0.0).map(|us| self.requests as f64 / (us / 1e6))
+    }
 }
 
 /// One server's calibration.
@@ -58,7 +77,10 @@ pub struct ServerResult {
     pub failure: Option<String>,
     /// The last argv of each loader, as run.
     pub loadgen_argv: Vec<String>,
+    pub epoll_argv: Vec<String>,
     pub wrk_argv: Vec<String>,
+    /// The engine loadgen's default runs used (`config.engine` of their reports).
+    pub loadgen_engine: Option<String>,
 }
 
 /// A server's verdict: the medians of each loader's req/s and their ratio.
@@ -151,6 +173,19 @@ impl ServerResult {
             })
             .collect()
     }
+
+    /// Per round: `loader`'s responses per CPU-second over wrk's in the same round.
+    pub fn efficiency_ratios(&self, loader: Loader) -> Vec<f64> {
+        let rounds: BTreeSet<u32> = self.runs.iter().map(|r| r.round).collect();
+        rounds
+            .into_iter()
+            .filter_map(|round| {
+                let of = |l: Loader| self.runs.iter().find(|r| r.round == round && r.loader == l);
+                let (a, b) = (of(loader)?.per_loader_cpu_s()?, of(Loader::Wrk)?.per_loader_cpu_s()?);
+                (b > 0.0).then(|| a / b)
+            })
+            .collect()
+    }
 }
 
 /// Whether this verdict says the loaders measured the server differently (a loader-bound server is not
@@ -183,8 +218,10 @@ mod tests {
         assert!(v.agree && (v.ratio - 1.05).abs() < 1e-12);
         assert!(!verdict(&[94.0], &[100.0]).expect("verdict").agree);
         assert!(verdict(&[1.0], &[]).is_none());
-        assert_eq!(order(1), [Loader::Loadgen, Loader::Wrk]);
-        assert_eq!(order(2), [Loader::Wrk, Loader::Loadgen]);
+        assert_eq!(order(1), [Loader::Loadgen, Loader::Wrk, Loader::LoadgenEpoll]);
+        assert_eq!(order(2), [Loader::LoadgenEpoll, Loader::Loadgen, Loader::Wrk]);
+        assert_eq!(order(3), [Loader::Wrk, Loader::LoadgenEpoll, Loader::Loadgen]);
+        assert_eq!(order(4), order(1));
     }
 
     #[test]
@@ -199,6 +236,7 @@ mod tests {
             server_cpu_us_per_resp: None,
             server_busy_pct: busy,
             loader_busy_pct: 100.0,
+            loader_cpu_us: Some(req_per_s),
         };
         let result = |pairs: &[(f64, f64)], busy: f64| ServerResult {
             server: Runtime::Node,
@@ -210,7 +248,9 @@ mod tests {
                 .collect(),
             failure: None,
             loadgen_argv: Vec::new(),
+            epoll_argv: Vec::new(),
             wrk_argv: Vec::new(),
+            loadgen_engine: None,
         };
         let v = |pairs: &[(f64, f64)], busy| result(pairs, busy).verdict().expect("verdict");
         // Paired: a server that drifts between rounds still agrees when each round agrees.
@@ -225,5 +265,14 @@ mod tests {
         assert!(v(&[(120.0, 100.0)], 80.0).loader_bound);
         assert_eq!(exit_code(&[result(&[(120.0, 100.0)], 80.0)]), 2, "nothing judged");
         assert_eq!(exit_code(&[result(&[(120.0, 100.0)], 80.0), result(&[(101.0, 100.0)], 99.0)]), 0);
+        // Efficiency: responses over loader CPU-seconds, per round against wrk's.
+        let mut r = result(&[(100.0, 100.0)], 100.0);
+        r.runs[0].loader_cpu_us = Some(0.5e6);
+        r.runs[1].loader_cpu_us = Some(1e6);
+        assert_eq!(r.runs[0].per_loader_cpu_s(), Some(2.0));
+        assert_eq!(r.efficiency_ratios(Loader::Loadgen), vec![2.0]);
+        assert!(r.efficiency_ratios(Loader::LoadgenEpoll).is_empty(), "no epoll run in that round");
+        r.runs[1].loader_cpu_us = None;
+        assert!(r.efficiency_ratios(Loader::Loadgen).is_empty(), "wrk's CPU unknown");
     }
 }

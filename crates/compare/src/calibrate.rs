@@ -1,10 +1,12 @@
 //! `compare calibrate`: our loadgen against wrk on the same servers. A benchmark whose load generator comes
 //! from the same project as the server under test is suspect, so this runs both loaders, pinned to the same
 //! cores with the same threads, connections and duration, against the floor and the Node hello peer, and
-//! says whether their req/s agree within 5%.
+//! says whether their req/s agree within 5%. It also says what each loader spent: responses per loader
+//! CPU-second, from each loader process's own CPU time at its exit, for loadgen on its default engine
+//! (io_uring where the kernel allows it), loadgen on epoll, and wrk.
 //!
 //! Per server: start it pinned, check it answers the hello contract, a discarded warmup by each loader, then
-//! R rounds of one run per loader with the order alternating (odd rounds loadgen first, even rounds wrk first),
+//! R rounds of one run per loader with the order rotating (each loader first in every third round),
 //! so a drift of the server or the machine over time does not favour either loader. The server's tree CPU
 //! (/proc) is read around every run: per response it should be the same under both loaders; equal CPU per
 //! response with fewer req/s means that loader left the server idle.
@@ -196,6 +198,9 @@ impl Window {
     }
 }
 
+/// One run's figures: req/s, responses, p50 and p99 µs, the loader's CPU µs.
+type Figures = (f64, u64, f64, f64, Option<f64>);
+
 /// Runs one loader once against the server; the run's figures, or why it does not count.
 fn one_run(
     cfg: &Config,
@@ -204,7 +209,7 @@ fn one_run(
     server: &Server,
     cores: &Cores,
     (loader, round, warmup): (Loader, u32, bool),
-    argv_out: &mut Vec<String>,
+    result: &mut ServerResult,
 ) -> anyhow::Result<Result<LoaderRun, String>> {
     let pid = server.pid();
     let duration = if warmup { cfg.warmup } else { cfg.duration };
@@ -215,16 +220,21 @@ fn one_run(
         if warmup { "warmup".into() } else { round.to_string() }
     );
     let before = Window::read(pid, cores)?;
-    let (result, argv) = match loader {
-        Loader::Loadgen => {
+    let (figures, argv): (Result<Figures, String>, _) = match loader {
+        Loader::Loadgen | Loader::LoadgenEpoll => {
             let mut load = Plan::hello(hello_workload()?).load;
             load.connections = cfg.connections;
-            let run = cells::run_loadgen(bench, server.port, &load, duration, None, &tag)?;
+            let engine = (loader == Loader::LoadgenEpoll).then_some("epoll");
+            let bench = Bench { loadgen_engine: engine, ..bench.clone() };
+            let run = cells::run_loadgen(&bench, server.port, &load, duration, None, &tag)?;
             let reasons = cells::void_reasons(&run, &[], warmup);
+            if loader == Loader::Loadgen {
+                result.loadgen_engine = run.report.as_ref().map(|r| r.config.engine.clone());
+            }
             let figures = run
                 .report
                 .as_ref()
-                .map(|r| (r.req_per_s, r.responses, r.latency.p50_us as f64, r.latency.p99_us as f64));
+                .map(|r| (r.req_per_s, r.responses, r.latency.p50_us as f64, r.latency.p99_us as f64, run.cpu_us));
             (
                 if reasons.is_empty() {
                     figures.ok_or_else(|| "no loadgen report".to_string())
@@ -244,7 +254,7 @@ fn one_run(
             };
             let run = wrk::run(wrk_bin, &load, duration, &bench.logdir, &tag)?;
             let reasons = wrk::problems(&run, warmup);
-            let figures = run.output.as_ref().ok().map(|o| (o.req_per_s, o.requests, o.p50_us, o.p99_us));
+            let figures = run.output.as_ref().ok().map(|o| (o.req_per_s, o.requests, o.p50_us, o.p99_us, run.cpu_us));
             (
                 if reasons.is_empty() {
                     figures.ok_or_else(|| "no wrk output".to_string())
@@ -256,8 +266,12 @@ fn one_run(
         }
     };
     let after = Window::read(pid, cores)?;
-    *argv_out = argv;
-    Ok(result.map(|(req_per_s, requests, p50_us, p99_us)| {
+    *match loader {
+        Loader::Loadgen => &mut result.loadgen_argv,
+        Loader::LoadgenEpoll => &mut result.epoll_argv,
+        Loader::Wrk => &mut result.wrk_argv,
+    } = argv;
+    Ok(figures.map(|(req_per_s, requests, p50_us, p99_us, loader_cpu_us)| {
         let cpu = match (before.server_cpu_us, after.server_cpu_us) {
             (Some(a), Some(b)) if requests > 0 => Some((b - a).max(0.0) / requests as f64),
             _ => None,
@@ -272,6 +286,7 @@ fn one_run(
             server_cpu_us_per_resp: cpu,
             server_busy_pct: procfs::busy_pct(before.server_ticks, after.server_ticks),
             loader_busy_pct: procfs::busy_pct(before.loader_ticks, after.loader_ticks),
+            loader_cpu_us,
         }
     }))
 }
@@ -309,7 +324,9 @@ fn calibrate_server(
         runs: Vec::new(),
         failure: None,
         loadgen_argv: Vec::new(),
+        epoll_argv: Vec::new(),
         wrk_argv: Vec::new(),
+        loadgen_engine: None,
     };
     let (mut server, _) = match cells::start_ready(&spec, bench, &plan.ready_path) {
         Ok(s) => s,
@@ -362,11 +379,7 @@ fn rounds(
             loader.name(),
             if warmup { cfg.warmup } else { cfg.duration }
         );
-        let argv_out = match loader {
-            Loader::Loadgen => &mut result.loadgen_argv,
-            Loader::Wrk => &mut result.wrk_argv,
-        };
-        let run = one_run(cfg, bench, wrk_bin, server, cores, (loader, round, warmup), argv_out)?;
+        let run = one_run(cfg, bench, wrk_bin, server, cores, (loader, round, warmup), result)?;
         process::check_interrupted()?;
         if let Some(status) = server.exited() {
             result.failure = Some(format!("exited ({status}) during {} {what}{}", loader.name(), server.log_tail(12)));
@@ -406,6 +419,7 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
         request_timeout: REQUEST_TIMEOUT,
         ready_timeout: READY_TIMEOUT,
         logdir: work.path().to_path_buf(),
+        loadgen_engine: None,
     };
     let cores =
         Cores { server: procfs::parse_cores(&cfg.server_cores)?, loader: procfs::parse_cores(&cfg.loader_cores)? };

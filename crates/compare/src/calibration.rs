@@ -1,5 +1,5 @@
 //! A calibration's results (loadgen and wrk on the same servers) and the Markdown that shows them: the
-//! layout, every run, and the verdict per server and overall.
+//! layout, every run, the agreement verdict per server and overall, and each loader's efficiency.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -36,6 +36,10 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("–".to_string(), |x| format!("{x:.digits$}"))
 }
 
+/// What loadgen's requests per loader CPU-second should reach against wrk's on a loader-bound server (the
+/// floor): the target of the io_uring engine's issue, printed beside the measured ratio.
+pub const EFFICIENCY_TARGET: f64 = 1.4;
+
 /// The Markdown summary.
 pub fn render(c: &Calibration) -> String {
     let mut s = String::new();
@@ -59,7 +63,7 @@ pub fn render(c: &Calibration) -> String {
     let _ = writeln!(
         s,
         "- method: per server one start; a discarded {}s warmup by each loader; then {} round(s) of {}s per loader, \
-         loadgen first in odd rounds and wrk first in even ones, all on that same warmed server",
+         the order rotated by one each round (loadgen, wrk, loadgen-epoll; then loadgen-epoll, loadgen, wrk; …), all on          that same warmed server; `loadgen` is its default engine, `loadgen-epoll` is `--engine epoll`",
         c.warmup.as_secs(),
         c.runs,
         c.duration.as_secs()
@@ -68,8 +72,14 @@ pub fn render(c: &Calibration) -> String {
         if !r.loadgen_argv.is_empty() {
             let _ = writeln!(s, "- {} loadgen: `{}`", r.server.name(), shell_join(&r.loadgen_argv));
         }
+        if !r.epoll_argv.is_empty() {
+            let _ = writeln!(s, "- {} loadgen-epoll: `{}`", r.server.name(), shell_join(&r.epoll_argv));
+        }
         if !r.wrk_argv.is_empty() {
             let _ = writeln!(s, "- {} wrk: `{}`", r.server.name(), shell_join(&r.wrk_argv));
+        }
+        if let Some(engine) = &r.loadgen_engine {
+            let _ = writeln!(s, "- {} loadgen's default engine was {engine}", r.server.name());
         }
     }
 
@@ -77,14 +87,14 @@ pub fn render(c: &Calibration) -> String {
     let _ = writeln!(
         s,
         "| server | round | loader | req/s | responses | p50 ms | p99 ms | server CPU µs/resp | server cores busy % \
-         | loader cores busy % |"
+         | loader cores busy % | loader CPU µs/resp | responses per loader CPU-s |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &c.results {
         for run in &r.runs {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {:.0} | {} | {:.3} | {:.3} | {} | {:.0} | {:.0} |",
+                "| {} | {} | {} | {:.0} | {} | {:.3} | {:.3} | {} | {:.0} | {:.0} | {} | {} |",
                 r.server.name(),
                 run.round,
                 run.loader.name(),
@@ -94,7 +104,9 @@ pub fn render(c: &Calibration) -> String {
                 run.p99_us / 1e3,
                 opt(run.server_cpu_us_per_resp, 2),
                 run.server_busy_pct,
-                run.loader_busy_pct
+                run.loader_busy_pct,
+                opt(run.loader_cpu_us.filter(|_| run.requests > 0).map(|us| us / run.requests as f64), 2),
+                opt(run.per_loader_cpu_s(), 0),
             );
         }
     }
@@ -103,7 +115,7 @@ pub fn render(c: &Calibration) -> String {
     let _ = writeln!(
         s,
         "Judged on throughput only: loadgen ÷ wrk req/s, the median of the per-round ratios (each round's two runs \
-         are back to back on the same server, in alternating order), `agree` when within ±{AGREE_PCT}%, `disagree` when \
+         are back to back on the same server, in rotating order), `agree` when within ±{AGREE_PCT}%, `disagree` when \
          not and every round's ratio is on the same side of 1, `inconclusive` when not but the rounds fall on both \
          sides (the server's own variation is wider than the difference: more or longer rounds can settle it); a server \
          whose cores were under {:.0}% busy with either loader is `loader-bound` and not judged, since there the req/s \
@@ -221,6 +233,7 @@ pub fn render(c: &Calibration) -> String {
             .to_string(),
     };
     let _ = writeln!(s, "\n**Verdict: {overall}.**");
+    render_efficiency(&mut s, c);
     let _ = writeln!(
         s,
         "\nServer CPU per response is the server tree's utime+stime over each loader's run (/proc) divided by the \
@@ -228,4 +241,47 @@ pub fn render(c: &Calibration) -> String {
          equal CPU per response but fewer req/s left the server idle."
     );
     s
+}
+
+/// Each loader's responses per CPU-second of its own process, and loadgen's over wrk's per round.
+fn render_efficiency(s: &mut String, c: &Calibration) {
+    let _ = writeln!(s, "\n## Loader efficiency\n");
+    let _ = writeln!(
+        s,
+        "Responses per loader CPU-second: each run's responses over the loader process's own CPU time (user + \
+         system, every thread, as /proc had it when the process exited: what `wait4` reports), the same for \
+         every loader; the ratios are per round against wrk's run in that round, then the median. On a server that \
+         outruns the loaders (the floor), this is the loader's own cost per request; the target for loadgen is \
+         ≥ {EFFICIENCY_TARGET}× wrk there.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| server | loadgen resp/CPU-s | loadgen-epoll resp/CPU-s | wrk resp/CPU-s | loadgen ÷ wrk (rounds) \
+         | loadgen-epoll ÷ wrk (rounds) |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    for r in &c.results {
+        let per = |l: Loader| median(r.values(l, |x| x.per_loader_cpu_s()));
+        let ratio = |l: Loader| {
+            let rounds = r.efficiency_ratios(l);
+            match (
+                median(rounds.iter().copied()),
+                rounds.iter().copied().reduce(f64::min),
+                rounds.iter().copied().reduce(f64::max),
+            ) {
+                (Some(m), Some(lo), Some(hi)) => format!("{m:.3} ({lo:.3}–{hi:.3})"),
+                _ => "–".to_string(),
+            }
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            r.server.name(),
+            opt(per(Loader::Loadgen), 0),
+            opt(per(Loader::LoadgenEpoll), 0),
+            opt(per(Loader::Wrk), 0),
+            ratio(Loader::Loadgen),
+            ratio(Loader::LoadgenEpoll),
+        );
+    }
 }

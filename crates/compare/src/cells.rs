@@ -77,6 +77,8 @@ pub struct Bench {
     pub ready_timeout: Duration,
     /// Server logs and loadgen reports go here.
     pub logdir: PathBuf,
+    /// loadgen's `--engine`; None leaves loadgen's default (io_uring where the kernel allows it).
+    pub loadgen_engine: Option<&'static str>,
 }
 
 /// A port nothing listens on right now (a fresh one per start: no TIME_WAIT left from the last load).
@@ -304,6 +306,8 @@ pub struct LoadgenRun {
     pub timed_out: bool,
     pub wall: Duration,
     pub stderr: String,
+    /// loadgen's own CPU over its life (all threads), µs, as /proc had it at its exit; None when killed.
+    pub cpu_us: Option<f64>,
 }
 
 /// Runs loadgen pinned to the loader cores against `port` for `duration` (open loop at `rate`), waits for
@@ -345,6 +349,9 @@ pub fn run_loadgen(
     if let Some(rate) = rate {
         argv.extend(["-R".to_string(), format!("{:.0}", rate.max(1.0))]);
     }
+    if let Some(engine) = bench.loadgen_engine {
+        argv.extend(["--engine".to_string(), engine.to_string()]);
+    }
     argv.extend(load.loadgen_args(port));
     let out = File::create(bench.logdir.join(format!("{tag}.out")))?;
     let err_path = bench.logdir.join(format!("{tag}.err"));
@@ -369,7 +376,9 @@ pub fn run_loadgen(
     };
     let mut full = vec!["taskset".to_string()];
     full.extend(argv);
-    Ok(LoadgenRun { argv: full, report, report_error, exit: status.and_then(|s| s.code()), timed_out, wall, stderr })
+    let cpu_us = proc.cpu_at_exit().map(|c| c.total_us());
+    let exit = status.and_then(|s| s.code());
+    Ok(LoadgenRun { argv: full, report, report_error, exit, timed_out, wall, stderr, cpu_us })
 }
 
 fn tail(text: &str, max: usize) -> String {

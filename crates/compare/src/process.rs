@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, kill_process_group};
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group};
 
 /// Process groups (the leader's pid) of children not yet reaped. A pid stays ours until it is reaped, and
 /// reaping happens under this lock, so the signal thread never signals a recycled pid.
@@ -124,6 +124,8 @@ pub struct Spawned {
     child: Child,
     pgid: i32,
     status: Option<ExitStatus>,
+    /// The leader's CPU time, read from /proc while it was a zombie (exited, not yet reaped).
+    cpu_at_exit: Option<crate::procfs::TreeCpu>,
     name: String,
 }
 
@@ -139,7 +141,7 @@ impl Spawned {
         let child = cmd.spawn()?;
         let pgid = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
         live.insert(pgid);
-        Ok(Spawned { child, pgid, status: None, name: name.to_string() })
+        Ok(Spawned { child, pgid, status: None, cpu_at_exit: None, name: name.to_string() })
     }
 
     pub fn pid(&self) -> u32 {
@@ -150,10 +152,24 @@ impl Spawned {
         &self.name
     }
 
+    /// The CPU time (user + system, all its threads) the leader used in its whole life, when it exited on its
+    /// own and `try_wait` saw it: what `wait4` would report, measured the same way for every loader.
+    pub fn cpu_at_exit(&self) -> Option<crate::procfs::TreeCpu> {
+        self.cpu_at_exit
+    }
+
     /// The exit status once the leader exited (reaping it); anything left in its group is killed then.
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         if let Some(status) = self.status {
             return Ok(Some(status));
+        }
+        // Exited but not reaped yet: its /proc entry still holds its final CPU times (every thread's).
+        let pid = Pid::from_raw(self.pgid);
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG;
+        if let Some(pid) = pid
+            && matches!(rustix::process::waitid(WaitId::Pid(pid), options), Ok(Some(_)))
+        {
+            self.cpu_at_exit = Some(crate::procfs::own_cpu(self.pid()));
         }
         let mut live = live();
         let status = self.child.try_wait()?;

@@ -59,17 +59,22 @@ impl TreeCpu {
 /// utime + stime of every process in the tree. Processes that exit in between take their time with them,
 /// as with any /proc sampling; servers under test do not fork per request.
 pub fn tree_cpu(pid: u32) -> TreeCpu {
-    let tick_us = 1e6 / clock_ticks() as f64;
     let mut cpu = TreeCpu::default();
     for p in process_tree(pid) {
-        if let Some(f) = stat_fields(p) {
-            // Fields 14 and 15 (utime, stime) are at 11 and 12 counting from field 3.
-            let get = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) as f64;
-            cpu.user_us += get(11) * tick_us;
-            cpu.sys_us += get(12) * tick_us;
-        }
+        let own = own_cpu(p);
+        cpu.user_us += own.user_us;
+        cpu.sys_us += own.sys_us;
     }
     cpu
+}
+
+/// utime + stime of one process (all its threads, live and exited), zero when it is gone.
+pub fn own_cpu(pid: u32) -> TreeCpu {
+    let tick_us = 1e6 / clock_ticks() as f64;
+    let Some(f) = stat_fields(pid) else { return TreeCpu::default() };
+    // Fields 14 and 15 (utime, stime) are at 11 and 12 counting from field 3.
+    let get = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) as f64;
+    TreeCpu { user_us: get(11) * tick_us, sys_us: get(12) * tick_us }
 }
 
 /// VmRSS summed over the tree, KiB (a Node cluster's primary counts too).

@@ -192,6 +192,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
         request_timeout: cfg.request_timeout,
         ready_timeout: std::time::Duration::from_secs(READY_TIMEOUT_S),
         logdir,
+        loadgen_engine: None,
     };
 
     // Stopped when this function returns, however it returns (Deps' drop).

@@ -140,6 +140,8 @@ pub struct Run {
     pub exit: Option<i32>,
     pub timed_out: bool,
     pub stderr: String,
+    /// wrk's own CPU over its life (all threads), µs; None when it had to be killed.
+    pub cpu_us: Option<f64>,
 }
 
 /// What a wrk run is asked for: the same as the loadgen run it is compared with.
@@ -184,7 +186,8 @@ pub fn run(wrk: &Path, load: &Load, duration: Duration, logdir: &Path, tag: &str
     }
     let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
     let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
-    Ok(Run { argv, output: parse_wrk(&stdout), exit: status.and_then(|s| s.code()), timed_out, stderr })
+    let cpu_us = proc.cpu_at_exit().map(|c| c.total_us());
+    Ok(Run { argv, output: parse_wrk(&stdout), exit: status.and_then(|s| s.code()), timed_out, stderr, cpu_us })
 }
 
 /// Why a wrk run does not count; empty when it does.

@@ -144,6 +144,9 @@ fn quick_calibration_on_the_floor_and_node() {
         "| floor | 1 | wrk |",
         "| node | 1 | loadgen |",
         "| node | 1 | wrk |",
+        "| floor | 1 | loadgen-epoll |",
+        "| node | 1 | loadgen-epoll |",
+        "## Loader efficiency",
         "- loaders: wrk ",
         "loadgen 0.",
         "- machine: ",
@@ -161,6 +164,12 @@ fn quick_calibration_on_the_floor_and_node() {
         assert!(said, "no verdict for {server}:\n{md}");
     }
     assert_eq!(run.status.code() == Some(0), md.contains("- node: **agree**"), "{md}");
+    // Every loader's own CPU was read at its exit, so every efficiency cell has a figure.
+    let efficiency = md.split("## Loader efficiency").nth(1).expect("efficiency section");
+    for server in ["floor", "node"] {
+        let row = efficiency.lines().find(|l| l.starts_with(&format!("| {server} |"))).expect("efficiency row");
+        assert!(!row.contains("| – |"), "a loader's CPU is missing: {row}");
+    }
 }
 
 #[test]

@@ -56,6 +56,7 @@ pub fn bench(logdir: &Path, duration: Duration) -> Bench {
         request_timeout: Duration::from_secs(5),
         ready_timeout: Duration::from_secs(30),
         logdir: logdir.to_path_buf(),
+        loadgen_engine: None,
     }
 }
 
