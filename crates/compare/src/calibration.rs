@@ -233,13 +233,13 @@ pub fn render(c: &Calibration) -> String {
             .to_string(),
     };
     let _ = writeln!(s, "\n**Verdict: {overall}.**");
-    render_efficiency(&mut s, c);
     let _ = writeln!(
         s,
         "\nServer CPU per response is the server tree's utime+stime over each loader's run (/proc) divided by the \
          responses that loader counted: the same work per response under both loaders is expected; a loader with \
          equal CPU per response but fewer req/s left the server idle."
     );
+    render_efficiency(&mut s, c);
     s
 }
 

@@ -79,8 +79,13 @@ pub struct RunArgs {
     pub engine: EngineChoice,
     /// Open loop: total requests per second over all threads. Latency is then measured from each request's
     /// intended send time (corrected for coordinated omission). Without it: closed loop, like wrk.
-    #[arg(short = 'R', long)]
-    pub rate: Option<f64>,
+    /// `START:END` with --ramp: the rate climbs (or falls) linearly from START to END.
+    #[arg(short = 'R', long, value_parser = parse_rate)]
+    pub rate: Option<Rate>,
+    /// With `-R START:END`: how long the linear ramp takes, from the start of the measured window (the warmup
+    /// runs at START; after the ramp the rate stays at END). Must fit in -d.
+    #[arg(long, value_parser = parse_duration, requires = "rate")]
+    pub ramp: Option<Duration>,
     /// Open-loop arrival schedule.
     #[arg(long, value_enum, default_value_t = Schedule::Uniform)]
     pub schedule: Schedule,
@@ -142,6 +147,63 @@ pub struct RunArgs {
 pub enum Schedule {
     Uniform,
     Poisson,
+}
+
+/// An open-loop rate in requests per second: steady (`start == end`) or a ramp from `start` to `end`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    pub start: f64,
+    pub end: f64,
+}
+
+impl Rate {
+    pub fn steady(rate: f64) -> Rate {
+        Rate { start: rate, end: rate }
+    }
+
+    pub fn is_ramp(&self) -> bool {
+        self.start != self.end
+    }
+
+    /// The rate `elapsed` into the measured window of a ramp taking `ramp` (before the window: `start`).
+    pub fn at(&self, elapsed: f64, ramp: Option<Duration>) -> f64 {
+        match ramp {
+            Some(ramp) if !ramp.is_zero() => {
+                let done = (elapsed / ramp.as_secs_f64()).clamp(0.0, 1.0);
+                self.start + (self.end - self.start) * done
+            }
+            _ => self.end,
+        }
+    }
+
+    /// The mean rate over a window of `window` seconds that starts with the ramp.
+    pub fn mean(&self, window: f64, ramp: Option<Duration>) -> f64 {
+        let ramp = ramp.map_or(0.0, |r| r.as_secs_f64()).min(window);
+        if window <= 0.0 {
+            return self.end;
+        }
+        ((self.start + self.end) / 2.0 * ramp + self.end * (window - ramp)) / window
+    }
+
+    /// Each of `threads` workers' share.
+    pub fn split(&self, threads: usize) -> Rate {
+        let n = threads.max(1) as f64;
+        Rate { start: self.start / n, end: self.end / n }
+    }
+}
+
+/// `20000` or `1000:20000` (requests per second, positive).
+pub fn parse_rate(raw: &str) -> Result<Rate, String> {
+    let number = |text: &str| -> Result<f64, String> {
+        match text.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+            _ => Err(format!("invalid rate {raw:?}: a positive number of requests per second, or START:END")),
+        }
+    };
+    match raw.split_once(':') {
+        Some((start, end)) => Ok(Rate { start: number(start)?, end: number(end)? }),
+        None => number(raw).map(Rate::steady),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -212,6 +274,24 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("5x").is_err());
+    }
+
+    #[test]
+    fn rates_and_ramps() {
+        assert_eq!(parse_rate("200"), Ok(Rate::steady(200.0)));
+        assert_eq!(parse_rate("100:1000"), Ok(Rate { start: 100.0, end: 1000.0 }));
+        for bad in ["0", "-5", "x", "100:", ":5", "1:0", "nan"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+        let ramp = Rate { start: 100.0, end: 1100.0 };
+        let over = Some(Duration::from_secs(10));
+        assert_eq!(ramp.at(-1.0, over), 100.0);
+        assert_eq!(ramp.at(5.0, over), 600.0);
+        assert_eq!(ramp.at(30.0, over), 1100.0);
+        assert_eq!(ramp.mean(10.0, over), 600.0);
+        assert_eq!(ramp.mean(20.0, over), 850.0);
+        assert_eq!(Rate::steady(50.0).mean(7.0, None), 50.0);
+        assert_eq!(ramp.split(2), Rate { start: 50.0, end: 550.0 });
     }
 
     #[test]

@@ -54,11 +54,7 @@ pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
     let source = source::build(args, &target).map_err(RunError::Input)?;
     let assertions = assertions::Assertions::from_args(args).map_err(RunError::Input)?;
     let pins = args.pin.as_deref().map(cli::parse_cpus).transpose().map_err(RunError::Input)?;
-    if let Some(rate) = args.rate
-        && !(rate.is_finite() && rate > 0.0)
-    {
-        return Err(RunError::Input(format!("--rate {rate} must be a positive number of requests per second")));
-    }
+    check_rate(args)?;
     let connections = args.connections as usize;
     let mut threads = args.threads as usize;
     if threads > connections {
@@ -93,7 +89,8 @@ pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
             addr: target.addr,
             timeout: args.timeout,
             pipeline: args.pipeline as usize,
-            rate: args.rate.map(|r| r / threads as f64),
+            rate: args.rate.map(|r| r.split(threads)),
+            ramp: args.ramp,
             schedule: args.schedule,
             seed: args.seed,
             measure_from,
@@ -134,6 +131,27 @@ pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
     Ok(report)
 }
 
+/// The open-loop rate makes sense: positive, and a ramp (`-R START:END`) comes with a `--ramp` that fits in
+/// the measured window, and only then.
+fn check_rate(args: &RunArgs) -> Result<(), RunError> {
+    let Some(rate) = args.rate else { return Ok(()) };
+    let positive = |r: f64| r.is_finite() && r > 0.0;
+    if !(positive(rate.start) && positive(rate.end)) {
+        return Err(RunError::Input("--rate must be a positive number of requests per second".into()));
+    }
+    match (rate.is_ramp(), args.ramp) {
+        (true, None) => Err(RunError::Input(format!(
+            "-R {}:{} is a ramp: say how long it takes with --ramp DURATION",
+            rate.start, rate.end
+        ))),
+        (false, Some(_)) => Err(RunError::Input("--ramp needs a ramp: -R START:END".into())),
+        (true, Some(ramp)) if ramp > args.duration => {
+            Err(RunError::Input(format!("--ramp {ramp:?} is longer than the measured window (-d {:?})", args.duration)))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The engine to run on: `auto` is io_uring where the kernel allows it, else epoll (said once on stderr);
 /// an explicit `uring` that cannot work is bad input.
 fn choose_engine(asked: EngineChoice) -> Result<EngineChoice, RunError> {
@@ -160,7 +178,20 @@ fn engine_name(engine: EngineChoice) -> &'static str {
     }
 }
 
-/// Writes --jsonl lines and the terminal progress line from the workers' once-a-second ticks.
+/// One second of the run, as the workers' ticks add up.
+struct Second {
+    workers: usize,
+    responses: u64,
+    errors: u64,
+    scheduled: u64,
+    latency: hdrhistogram::Histogram<u64>,
+}
+
+/// Writes --jsonl lines and the terminal progress line from the workers' once-a-second ticks. A line:
+/// `second` (1 is the first second of the measured window), `target_rps` (open loop: the schedule's rate in
+/// the middle of that second, which a ramp moves; null in closed loop), `scheduled` (open loop: sends the
+/// schedule called for in it), `responses`, `errors`, and the second's latency `p50_us`, `p99_us`,
+/// `p99_9_us`, `max_us` (from the intended send time in open loop).
 fn follow_ticks(args: &RunArgs, ticks: mpsc::Receiver<worker::Tick>, threads: usize) -> Result<(), RunError> {
     let mut jsonl: Option<Box<dyn Write>> = match &args.jsonl {
         Some(path) if path.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
@@ -171,28 +202,41 @@ fn follow_ticks(args: &RunArgs, ticks: mpsc::Receiver<worker::Tick>, threads: us
         None => None,
     };
     let progress = !args.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut pending: std::collections::BTreeMap<u64, (usize, u64, u64, hdrhistogram::Histogram<u64>)> =
-        std::collections::BTreeMap::new();
+    let mut pending: std::collections::BTreeMap<u64, Second> = std::collections::BTreeMap::new();
     for tick in ticks {
-        let entry = pending.entry(tick.second).or_insert_with(|| (0, 0, 0, stats::new_histogram()));
-        entry.0 += 1;
-        entry.1 += tick.responses;
-        entry.2 += tick.errors;
-        let _ = entry.3.add(&tick.latency);
-        if entry.0 < threads {
+        let entry = pending.entry(tick.second).or_insert_with(|| Second {
+            workers: 0,
+            responses: 0,
+            errors: 0,
+            scheduled: 0,
+            latency: stats::new_histogram(),
+        });
+        entry.workers += 1;
+        entry.responses += tick.responses;
+        entry.errors += tick.errors;
+        entry.scheduled += tick.scheduled;
+        let _ = entry.latency.add(&tick.latency);
+        if entry.workers < threads {
             continue;
         }
-        if let Some((second, (_, responses, errors, latency))) = pending.pop_first() {
-            let q = |q: f64| if latency.is_empty() { 0 } else { latency.value_at_quantile(q) };
+        if let Some((second, s)) = pending.pop_first() {
+            let q = |q: f64| if s.latency.is_empty() { 0 } else { s.latency.value_at_quantile(q) };
+            let target = args.rate.map(|r| r.at(second as f64 - 0.5, args.ramp));
             if let Some(out) = jsonl.as_mut() {
                 let line = serde_json::json!({
-                    "second": second, "responses": responses, "errors": errors,
-                    "p50_us": q(0.5), "p99_us": q(0.99), "max_us": if latency.is_empty() { 0 } else { latency.max() },
+                    "second": second,
+                    "target_rps": target,
+                    "scheduled": args.rate.map(|_| s.scheduled),
+                    "responses": s.responses,
+                    "errors": s.errors,
+                    "p50_us": q(0.5), "p99_us": q(0.99), "p99_9_us": q(0.999),
+                    "max_us": if s.latency.is_empty() { 0 } else { s.latency.max() },
                 });
                 let _ = writeln!(out, "{line}");
             }
             if progress {
-                eprint!("\r[{second:>4}s] {responses:>9} req/s  {errors} errors  p99 {} us   ", q(0.99));
+                let asked = target.map_or(String::new(), |t| format!(" of {t:.0}"));
+                eprint!("\r[{second:>4}s] {:>9}{asked} req/s  {} errors  p99 {} us   ", s.responses, s.errors, q(0.99));
             }
         }
     }

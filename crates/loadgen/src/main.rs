@@ -16,8 +16,15 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             let text = e.to_string();
-            let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
-            return input_error(line.trim_start_matches("error: "));
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let mut line = lines.next().unwrap_or("invalid arguments").trim_start_matches("error: ").to_string();
+            // "the following required arguments were not provided:" names them on the next line.
+            if line.ends_with(':')
+                && let Some(next) = lines.next()
+            {
+                line = format!("{line} {next}");
+            }
+            return input_error(&line);
         }
     };
     match cli.command {

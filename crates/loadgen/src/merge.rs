@@ -88,6 +88,13 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, ReportError> {
     config.connections = reports.iter().map(|r| r.config.connections).sum();
     config.duration_s = max_f(|r| r.config.duration_s);
     config.rate = if open { Some(reports.iter().filter_map(|r| r.config.rate).sum()) } else { first.config.rate };
+    // Ramps add up when every report ramped over the same time; otherwise the merge is no single ramp.
+    let same_ramp = reports.iter().all(|r| r.config.ramp_s == first.config.ramp_s);
+    config.rate_start = match reports.iter().map(|r| r.config.rate_start).collect::<Option<Vec<f64>>>() {
+        Some(starts) if same_ramp => Some(starts.iter().sum()),
+        _ => None,
+    };
+    config.ramp_s = config.rate_start.and(first.config.ramp_s);
     config.pin = reports.iter().map(|r| r.config.pin.clone()).collect::<Option<Vec<_>>>().map(|p| p.concat());
     if reports.iter().any(|r| r.config.engine != first.config.engine) {
         config.engine = "mixed".to_string();

@@ -37,7 +37,14 @@ fn write_text(out: &mut String, r: &Report, latency: bool) -> std::fmt::Result {
     }
     match &r.open_loop {
         Some(ol) => {
-            let _ = write!(shape, " (open loop at {} req/s", rate(ol.target_rate));
+            match (c.rate_start, c.rate, c.ramp_s) {
+                (Some(start), Some(end), Some(over)) => {
+                    let _ = write!(shape, " (open loop ramping {} → {} req/s over {over}s", rate(start), rate(end));
+                }
+                _ => {
+                    let _ = write!(shape, " (open loop at {} req/s", rate(ol.target_rate));
+                }
+            }
             if let Some(schedule) = &c.schedule {
                 let _ = write!(shape, ", {schedule}");
             }

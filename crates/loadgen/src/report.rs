@@ -8,7 +8,7 @@ use base64::engine::general_purpose::STANDARD;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 
-use crate::cli::RunArgs;
+use crate::cli::{Rate, RunArgs};
 use crate::stats::{Errors, WorkerStats};
 
 /// Bumped when a field changes meaning; readers refuse other versions.
@@ -65,7 +65,13 @@ pub struct RunConfig {
     pub pipeline: u32,
     /// "closed" or "open".
     pub mode: String,
+    /// Open loop: requests per second (with a ramp: where it ends).
     pub rate: Option<f64>,
+    /// With a ramp (`-R START:END --ramp D`): the rate it starts from, and how long it takes (seconds).
+    #[serde(default)]
+    pub rate_start: Option<f64>,
+    #[serde(default)]
+    pub ramp_s: Option<f64>,
     pub schedule: Option<String>,
     /// What requests were sent: "url", "template …" or "replay FILE (N requests)".
     pub source: String,
@@ -93,7 +99,9 @@ impl RunConfig {
             method: args.method.to_ascii_uppercase(),
             pipeline: args.pipeline,
             mode: if args.rate.is_some() { "open" } else { "closed" }.to_string(),
-            rate: args.rate,
+            rate: args.rate.map(|r| r.end),
+            rate_start: args.rate.filter(|r| r.is_ramp()).map(|r| r.start),
+            ramp_s: args.rate.filter(|r| r.is_ramp()).and(args.ramp).map(|d| d.as_secs_f64()),
             schedule: args.rate.map(|_| format!("{:?}", args.schedule).to_ascii_lowercase()),
             source,
             pin: pins.map(|p| (0..threads).map(|i| p[i % p.len()]).collect()),
@@ -112,6 +120,7 @@ pub struct Connections {
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct OpenLoop {
+    /// The rate asked for, requests per second (with a ramp: its mean over the window).
     pub target_rate: f64,
     pub achieved_rate: f64,
     /// Requests the schedule called for in the window.
@@ -278,8 +287,13 @@ impl Report {
             started_unix_ms: meta.started_unix_ms,
             command: meta.command,
             target: meta.target,
-            open_loop: meta.config.rate.map(|rate| OpenLoop {
-                target_rate: rate,
+            open_loop: meta.config.rate.map(|end| OpenLoop {
+                target_rate: match (meta.config.rate_start, meta.config.ramp_s) {
+                    (Some(start), Some(over)) => {
+                        Rate { start, end }.mean(meta.duration_s, Some(std::time::Duration::from_secs_f64(over)))
+                    }
+                    _ => end,
+                },
                 achieved_rate: req_per_s,
                 scheduled,
                 late_sends: late,

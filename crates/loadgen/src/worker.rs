@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::assertions::Assertions;
-use crate::cli::Schedule;
+use crate::cli::{Rate, Schedule};
 use crate::engine::{Engine, Event};
 use crate::http1::{Done, ResponseParser};
 use crate::source::{Cursor, Rng, Source};
@@ -45,7 +45,9 @@ pub struct Plan {
     pub timeout: Duration,
     pub pipeline: usize,
     /// Open loop: this worker's share of the rate, requests per second.
-    pub rate: Option<f64>,
+    pub rate: Option<Rate>,
+    /// How long a ramping rate takes to go from its start to its end, from `measure_from`.
+    pub ramp: Option<Duration>,
     pub schedule: Schedule,
     pub seed: u64,
     pub measure_from: Instant,
@@ -58,6 +60,8 @@ pub struct Tick {
     pub second: u64,
     pub responses: u64,
     pub errors: u64,
+    /// Open loop: sends the schedule called for in that second.
+    pub scheduled: u64,
     pub latency: Histogram<u64>,
 }
 
@@ -142,6 +146,7 @@ struct State<'a> {
     interval: Histogram<u64>,
     interval_responses: u64,
     interval_errors: u64,
+    interval_scheduled: u64,
     last_error: Option<String>,
     /// Connections given up on, to close after the wait.
     doomed: Vec<usize>,
@@ -181,6 +186,7 @@ pub fn run<E: Engine>(
         interval: new_histogram(),
         interval_responses: 0,
         interval_errors: 0,
+        interval_scheduled: 0,
         last_error: None,
         doomed: Vec::with_capacity(plan.connections),
         to_flush: Vec::with_capacity(plan.connections),
@@ -208,20 +214,36 @@ impl<E: Engine> Worker<'_, E> {
         loop {
             self.settle();
             let now = Instant::now();
-            if now >= self.state.plan.end {
-                break;
-            }
             let s = &mut self.state;
             if !s.measuring && now >= s.plan.measure_from {
                 // Warmup over: everything counted so far is discarded.
                 s.stats = WorkerStats::new(s.open_loop);
                 s.interval.reset();
-                (s.interval_responses, s.interval_errors) = (0, 0);
+                (s.interval_responses, s.interval_errors, s.interval_scheduled) = (0, 0, 0);
                 cpu_at_start = thread_cpu_us();
                 if track_process {
                     process_at_start = process_cpu_us();
                 }
                 s.measuring = true;
+            }
+            if s.measuring && now >= next_tick {
+                second += 1;
+                if let Some(ticks) = &ticks {
+                    let latency = std::mem::replace(&mut s.interval, new_histogram());
+                    let _ = ticks.send(Tick {
+                        second,
+                        responses: s.interval_responses,
+                        errors: s.interval_errors,
+                        scheduled: s.interval_scheduled,
+                        latency,
+                    });
+                }
+                (s.interval_responses, s.interval_errors, s.interval_scheduled) = (0, 0, 0);
+                next_tick += Duration::from_secs(1);
+            }
+            // After the tick: the window's last whole second ends exactly at `end` and gets its line too.
+            if now >= s.plan.end {
+                break;
             }
             if s.open_loop {
                 s.schedule(now);
@@ -233,20 +255,6 @@ impl<E: Engine> Worker<'_, E> {
             }
             self.settle();
             let s = &mut self.state;
-            if s.measuring && now >= next_tick {
-                second += 1;
-                if let Some(ticks) = &ticks {
-                    let latency = std::mem::replace(&mut s.interval, new_histogram());
-                    let _ = ticks.send(Tick {
-                        second,
-                        responses: s.interval_responses,
-                        errors: s.interval_errors,
-                        latency,
-                    });
-                }
-                (s.interval_responses, s.interval_errors) = (0, 0);
-                next_tick += Duration::from_secs(1);
-            }
             let mut wake_at = next_sweep.min(s.plan.end);
             if !s.measuring {
                 wake_at = wake_at.min(s.plan.measure_from);
@@ -613,12 +621,16 @@ impl State<'_> {
         while self.next_send <= now {
             if self.next_send >= self.plan.measure_from && self.measuring {
                 self.stats.scheduled += 1;
+                self.interval_scheduled += 1;
             }
             if self.backlog.len() < self.conns.len() {
                 self.backlog.push_back(self.next_send);
             } else if self.measuring {
                 self.stats.missed_sends += 1;
             }
+            // A ramp changes the rate send by send: each gap is drawn at the rate of its own start.
+            let elapsed = self.next_send.saturating_duration_since(self.plan.measure_from).as_secs_f64();
+            let rate = rate.at(elapsed, self.plan.ramp);
             let gap = match self.plan.schedule {
                 Schedule::Uniform => 1.0 / rate,
                 Schedule::Poisson => -self.rng.unit().ln() / rate,

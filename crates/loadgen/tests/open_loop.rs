@@ -92,3 +92,71 @@ fn poisson_schedule_averages_the_target() {
     assert!(r.latency.corrected);
     ran.assert_returned_promptly();
 }
+
+/// The --jsonl lines of a run, parsed.
+fn jsonl_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).expect("read --jsonl");
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()
+}
+
+#[test]
+fn a_ramp_climbs_linearly_and_each_second_says_what_was_asked() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let server = Server::routes();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let jsonl = dir.path().join("seconds.jsonl");
+    let jsonl_arg = jsonl.to_string_lossy().into_owned();
+    let ran = run(&["-R", "100:500", "--ramp", "2s", "-d", "3s", "-c", "8", "--jsonl", &jsonl_arg, &server.url("/")]);
+    ran.assert_no_errors();
+    let r = &ran.report;
+    assert_eq!((r.config.rate, r.config.rate_start, r.config.ramp_s), (Some(500.0), Some(100.0), Some(2.0)));
+    let open = r.open_loop.as_ref().expect("open loop");
+    // The mean over 3 s: 2 s averaging 300/s, then 1 s at 500/s.
+    assert!((open.target_rate - 1100.0 / 3.0).abs() < 1e-6, "target {}", open.target_rate);
+    assert!(within(open.scheduled as f64, 1100.0, 0.1), "scheduled {} of 1100", open.scheduled);
+    let lines = jsonl_lines(&jsonl);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    // Mid-second targets: 200, 400, then 500 once the ramp is over.
+    for (line, (target, scheduled)) in lines.iter().zip([(200.0, 200.0), (400.0, 400.0), (500.0, 500.0)]) {
+        assert_eq!(line["target_rps"].as_f64(), Some(target), "{line}");
+        let asked = line["scheduled"].as_f64().expect("scheduled");
+        assert!(within(asked, scheduled, 0.15), "second {}: {asked} scheduled, about {scheduled} due", line["second"]);
+        let answered = line["responses"].as_f64().expect("responses");
+        assert!(within(answered, scheduled, 0.15), "second {}: {answered} responses", line["second"]);
+        for key in ["errors", "p50_us", "p99_us", "p99_9_us", "max_us"] {
+            assert!(line[key].is_u64(), "{key} in {line}");
+        }
+    }
+    ran.assert_returned_promptly();
+}
+
+#[test]
+fn closed_loop_seconds_have_no_target() {
+    let server = Server::routes();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let jsonl = dir.path().join("seconds.jsonl");
+    let jsonl_arg = jsonl.to_string_lossy().into_owned();
+    run(&["-c", "2", "-d", "1s", "--jsonl", &jsonl_arg, &server.url("/")]);
+    let lines = jsonl_lines(&jsonl);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0]["target_rps"].is_null() && lines[0]["scheduled"].is_null(), "{}", lines[0]);
+    assert!(lines[0]["responses"].as_u64().is_some_and(|n| n > 0), "{}", lines[0]);
+}
+
+#[test]
+fn ramps_without_their_duration_and_durations_without_a_ramp_are_refused() {
+    let server = Server::routes();
+    let url = server.url("/");
+    for (args, says) in [
+        (vec!["-R", "100:500", "-d", "1s", &url], "--ramp DURATION"),
+        (vec!["-R", "100", "--ramp", "1s", "-d", "1s", &url], "--ramp needs a ramp"),
+        (vec!["-R", "100:500", "--ramp", "5s", "-d", "2s", &url], "longer than the measured window"),
+        (vec!["-R", "100:0", "--ramp", "1s", &url], "invalid rate"),
+        (vec!["--ramp", "1s", &url], "--rate"),
+    ] {
+        let exit = loadgen_bin(&args);
+        exit.assert_bad_input(&format!("{args:?}"));
+        assert!(exit.stderr.contains(says), "{args:?}: {:?} lacks {says:?}", exit.stderr);
+    }
+    assert_eq!(server.requests(), 0, "nothing was sent");
+}
