@@ -33,6 +33,9 @@ pub enum Command {
         #[arg(long)]
         latency: bool,
     },
+    /// Find the highest open-loop rate at which a latency objective holds (e.g. `--p99 10ms`): steps that
+    /// double the rate, then bisect, each with its own warmup. `--json FILE` writes every step.
+    Capacity(Box<crate::capacity::CapacityArgs>),
 }
 
 #[derive(Debug, Clone, Args)]

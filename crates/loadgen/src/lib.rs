@@ -12,6 +12,7 @@
 //! ```
 
 pub mod assertions;
+pub mod capacity;
 pub mod cli;
 mod engine;
 mod epoll;

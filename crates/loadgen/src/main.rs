@@ -4,13 +4,16 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
+use loadgen::capacity::{Capacity, CapacityArgs};
 use loadgen::cli::{Cli, Command};
 use loadgen::report::Report;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion) => {
             e.exit()
         }
@@ -28,6 +31,21 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Some(Command::Capacity(mut args)) => {
+            // A capacity step's length and warmup, unless given: 5 s after 1 s (a run's defaults are 10 s
+            // after none, which would make a search of a dozen steps take minutes).
+            let given = |id: &str| {
+                matches.subcommand_matches("capacity").and_then(|m| m.value_source(id))
+                    != Some(ValueSource::DefaultValue)
+            };
+            if !given("duration") {
+                args.run.duration = std::time::Duration::from_secs(5);
+            }
+            if !given("warmup") {
+                args.run.warmup = std::time::Duration::from_secs(1);
+            }
+            capacity(&args)
+        }
         Some(Command::Merge { reports, json, latency }) => {
             let mut loaded = Vec::with_capacity(reports.len());
             for path in &reports {
@@ -84,6 +102,38 @@ fn finish(report: &Report, json: Option<&Path>, latency: bool, failures: Vec<Str
         eprintln!("loadgen: run failed: {}", failures.join("; "));
         ExitCode::from(1)
     }
+}
+
+/// `loadgen capacity`: the steps and the summary line on stdout (stderr when `--json -` takes stdout), then
+/// the JSON. Exit 0 when a rate met the objective, 1 when none did, 2 on bad input.
+fn capacity(args: &CapacityArgs) -> ExitCode {
+    let json = args.run.json.as_deref();
+    let json_to_stdout = json.is_some_and(|p| p.as_os_str() == "-");
+    let mut text: Box<dyn Write> =
+        if json_to_stdout { Box::new(std::io::stderr()) } else { Box::new(std::io::stdout()) };
+    let command: Vec<String> = std::env::args().collect();
+    let found: Capacity = match loadgen::capacity::search(args, command, &mut text) {
+        Ok(found) => found,
+        Err(loadgen::RunError::Io(e)) => {
+            eprintln!("loadgen: {e}");
+            return ExitCode::from(1);
+        }
+        Err(e) => return input_error(&e.to_string()),
+    };
+    let _ = writeln!(text, "{}", found.summary());
+    if let Some(path) = json {
+        let body = match serde_json::to_string_pretty(&found) {
+            Ok(b) => b,
+            Err(e) => return input_error(&format!("cannot serialize the result: {e}")),
+        };
+        let written =
+            if json_to_stdout { writeln!(std::io::stdout(), "{body}") } else { std::fs::write(path, body + "\n") };
+        if let Err(e) = written {
+            eprintln!("loadgen: cannot write {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    }
+    if found.capacity_rps.is_some() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
 fn input_error(message: &str) -> ExitCode {

@@ -1,0 +1,365 @@
+//! `loadgen capacity`: the highest open-loop rate at which a latency objective holds (`--p99 10ms`, and
+//! `--p999` too if given), which is the question users ask of a server and closed-loop req/s does not answer.
+//!
+//! The search runs fixed-length open-loop steps, each with its own warmup and fresh connections: from
+//! `--start`, the rate doubles until a step fails, then the bracket between the highest pass and the lowest
+//! failure is bisected until it is within `--precision` percent. A step passes when it has no error of any
+//! kind (nor a status outside 2xx/3xx unless `--expect-status` says what is expected), achieved at least 95%
+//! of the rate asked, and its latency from the intended send time (corrected for coordinated omission) met
+//! the objective. A step that fails while a loader thread was over 90% busy is *loader-bound*: the loader,
+//! not the server, could not keep up, so the search stops there and says so rather than calling it the
+//! server's capacity.
+
+use std::io::Write;
+use std::time::Duration;
+
+use crate::cli::{Rate, RunArgs};
+use crate::report::Report;
+use crate::{RunError, render};
+
+/// Bumped when a field changes meaning.
+pub const SCHEMA: &str = "loadgen-capacity/1";
+/// A step must achieve this share of the rate it asked for.
+const ACHIEVED_SHARE: f64 = 0.95;
+/// No search runs more steps than this (doubling from 1 req/s to 2^30 and bisecting to 0.1% fit in it).
+const MAX_STEPS: usize = 64;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct CapacityArgs {
+    /// The objective: the 99th percentile of latency (from the intended send time) must be at most this.
+    #[arg(long, value_parser = crate::cli::parse_duration)]
+    pub p99: Option<Duration>,
+    /// The 99.9th percentile must be at most this too (or alone, without --p99).
+    #[arg(long, value_parser = crate::cli::parse_duration)]
+    pub p999: Option<Duration>,
+    /// The first rate tried, requests per second.
+    #[arg(long, default_value_t = 1000.0)]
+    pub start: f64,
+    /// Stop the doubling here: the capacity is reported as at least this when it still passes.
+    #[arg(long, default_value_t = 10_000_000.0)]
+    pub max: f64,
+    /// Bisect until the highest pass and the lowest failure are within this many percent.
+    #[arg(long, default_value_t = 5.0)]
+    pub precision: f64,
+    /// The request, connection, assertion and timing flags, as for a run: -d is each step's measured length
+    /// and --warmup its warmup (here 5s and 1s unless given), -c and -t apply to every step.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// What one step found.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Step {
+    /// Requests per second asked.
+    pub rate: f64,
+    pub achieved_rps: f64,
+    pub responses: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub p99_9_us: u64,
+    /// Socket, timeout, parse, close and assertion errors.
+    pub errors: u64,
+    pub non_2xx_3xx: u64,
+    pub late_sends: u64,
+    pub missed_sends: u64,
+    /// The busiest loader thread's share of the step, percent.
+    pub loader_busy_pct: f64,
+    /// "pass", "fail" or "loader-bound".
+    pub verdict: String,
+    /// Why it did not pass (empty when it did).
+    pub why: String,
+}
+
+/// The search's result, as `--json` writes it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Capacity {
+    pub schema: String,
+    pub loadgen_version: String,
+    pub command: Vec<String>,
+    pub target: String,
+    /// The objective, µs (null when not part of it).
+    pub p99_us: Option<u64>,
+    pub p99_9_us: Option<u64>,
+    pub step_s: f64,
+    pub warmup_s: f64,
+    pub connections: u32,
+    pub threads: u32,
+    pub engine: String,
+    pub precision_pct: f64,
+    /// The highest rate that passed; null when none did.
+    pub capacity_rps: Option<f64>,
+    /// The search stopped at a step the loader could not drive: the capacity is at least `capacity_rps`.
+    pub loader_bound: bool,
+    /// The search reached `--max` still passing: the capacity is at least `capacity_rps`.
+    pub reached_max: bool,
+    pub steps: Vec<Step>,
+}
+
+impl Capacity {
+    /// The line that ends the output: `capacity: 41250 req/s at p99 10ms`.
+    pub fn summary(&self) -> String {
+        let objective = self.objective();
+        match self.capacity_rps {
+            None => format!("capacity: none: the objective ({objective}) failed at every rate tried"),
+            Some(rps) if self.loader_bound => format!(
+                "capacity: at least {rps:.0} req/s at {objective} (loader-bound above it: add loader threads or \
+                 machines)"
+            ),
+            Some(rps) if self.reached_max => format!("capacity: at least {rps:.0} req/s at {objective} (--max)"),
+            Some(rps) => format!("capacity: {rps:.0} req/s at {objective}"),
+        }
+    }
+
+    fn objective(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(us) = self.p99_us {
+            parts.push(format!("p99 {}", render::micros(us as f64)));
+        }
+        if let Some(us) = self.p99_9_us {
+            parts.push(format!("p99.9 {}", render::micros(us as f64)));
+        }
+        parts.join(", ")
+    }
+}
+
+/// Judges one step's report against the objective.
+pub fn judge(report: &Report, rate: f64, args: &CapacityArgs) -> Step {
+    let open = report.open_loop.as_ref();
+    let errors = report.errors.total();
+    let mut why = Vec::new();
+    if errors > 0 {
+        why.push(format!("{errors} errors"));
+    }
+    if report.non_2xx_3xx > 0 && args.run.expect_status.is_empty() {
+        why.push(format!("{} responses outside 2xx/3xx", report.non_2xx_3xx));
+    }
+    if report.req_per_s < rate * ACHIEVED_SHARE {
+        why.push(format!("achieved {:.0} of {rate:.0} req/s", report.req_per_s));
+    }
+    let over = |got: u64, limit: Option<Duration>, name: &str| {
+        limit
+            .filter(|l| got > l.as_micros() as u64)
+            .map(|l| format!("{name} {} over {}", render::micros(got as f64), render::micros(l.as_micros() as f64)))
+    };
+    why.extend(over(report.latency.p99_us, args.p99, "p99"));
+    why.extend(over(report.latency.p99_9_us, args.p999, "p99.9"));
+    let loader_busy_pct = report.cpu.threads.iter().map(|t| t.busy_pct).fold(0.0, f64::max);
+    let verdict = match (why.is_empty(), report.cpu.saturated) {
+        (true, _) => "pass",
+        (false, true) => "loader-bound",
+        (false, false) => "fail",
+    };
+    if verdict == "loader-bound" {
+        why.push(format!("a loader thread was {loader_busy_pct:.0}% busy"));
+    }
+    Step {
+        rate,
+        achieved_rps: report.req_per_s,
+        responses: report.responses,
+        p50_us: report.latency.p50_us,
+        p99_us: report.latency.p99_us,
+        p99_9_us: report.latency.p99_9_us,
+        errors,
+        non_2xx_3xx: report.non_2xx_3xx,
+        late_sends: open.map_or(0, |o| o.late_sends),
+        missed_sends: open.map_or(0, |o| o.missed_sends),
+        loader_busy_pct,
+        verdict: verdict.to_string(),
+        why: why.join("; "),
+    }
+}
+
+/// Where the search goes next: the rate of the next step, or None when it is done.
+pub fn next_rate(steps: &[Step], args: &CapacityArgs) -> Option<f64> {
+    let last = steps.last()?;
+    if last.verdict == "loader-bound" || steps.len() >= MAX_STEPS {
+        return None;
+    }
+    let best_pass = steps.iter().filter(|s| s.verdict == "pass").map(|s| s.rate).reduce(f64::max);
+    let lowest_fail = steps.iter().filter(|s| s.verdict == "fail").map(|s| s.rate).reduce(f64::min);
+    match (best_pass, lowest_fail) {
+        // Still climbing: double, up to --max.
+        (Some(pass), None) => (pass < args.max).then(|| (pass * 2.0).min(args.max)),
+        // Nothing passed yet: halve, down to 1 req/s.
+        (None, Some(fail)) => (fail > 1.0).then(|| (fail / 2.0).max(1.0)),
+        (Some(pass), Some(fail)) if fail <= pass => None, // a lower failure after a higher pass: noise; stop
+        (Some(pass), Some(fail)) => ((fail - pass) / pass * 100.0 > args.precision).then(|| (pass + fail) / 2.0),
+        (None, None) => None,
+    }
+}
+
+/// Runs the search, printing one line per step to `out`, and returns the result.
+pub fn search(args: &CapacityArgs, command: Vec<String>, out: &mut dyn Write) -> Result<Capacity, RunError> {
+    check(args)?;
+    let mut steps: Vec<Step> = Vec::new();
+    let mut rate = args.start;
+    // What the runs were (the same for every step): target, engine, threads, connections.
+    let mut shape;
+    loop {
+        let mut run = args.run.clone();
+        run.rate = Some(Rate::steady(rate));
+        run.ramp = None;
+        run.json = None;
+        run.jsonl = None;
+        let report = crate::run(&run, command.clone())?;
+        let config = &report.config;
+        shape = (report.target.clone(), config.engine.clone(), config.threads, config.connections);
+        let step = judge(&report, rate, args);
+        let why = if step.why.is_empty() { String::new() } else { format!(" ({})", step.why) };
+        let _ = writeln!(
+            out,
+            "step {:>2}: {:>10.0} req/s asked, {:>10.0} achieved, p50 {}, p99 {}, p99.9 {}, {} errors: {}{why}",
+            steps.len() + 1,
+            rate,
+            step.achieved_rps,
+            render::micros(step.p50_us as f64),
+            render::micros(step.p99_us as f64),
+            render::micros(step.p99_9_us as f64),
+            step.errors,
+            step.verdict,
+        );
+        steps.push(step);
+        match next_rate(&steps, args) {
+            Some(next) => rate = next,
+            None => break,
+        }
+    }
+    let best_pass = steps.iter().filter(|s| s.verdict == "pass").map(|s| s.rate).reduce(f64::max);
+    let loader_bound = steps.last().is_some_and(|s| s.verdict == "loader-bound");
+    let reached_max = !loader_bound && best_pass.is_some_and(|p| p >= args.max);
+    let (target, engine, threads, connections) = shape;
+    Ok(Capacity {
+        schema: SCHEMA.to_string(),
+        loadgen_version: env!("CARGO_PKG_VERSION").to_string(),
+        command,
+        target,
+        p99_us: args.p99.map(|d| d.as_micros() as u64),
+        p99_9_us: args.p999.map(|d| d.as_micros() as u64),
+        step_s: args.run.duration.as_secs_f64(),
+        warmup_s: args.run.warmup.as_secs_f64(),
+        connections,
+        threads,
+        engine,
+        precision_pct: args.precision,
+        capacity_rps: best_pass,
+        loader_bound,
+        reached_max,
+        steps,
+    })
+}
+
+fn check(args: &CapacityArgs) -> Result<(), RunError> {
+    let bad = |why: &str| Err(RunError::Input(why.to_string()));
+    if args.p99.is_none() && args.p999.is_none() {
+        return bad("capacity needs an objective: --p99 DURATION and/or --p999 DURATION");
+    }
+    if args.run.rate.is_some() || args.run.ramp.is_some() {
+        return bad("capacity chooses the rates itself: leave out -R and --ramp");
+    }
+    if args.run.jsonl.is_some() {
+        return bad("capacity writes no per-second lines: leave out --jsonl (--json carries every step)");
+    }
+    if !(args.start.is_finite() && args.start >= 1.0) {
+        return bad("--start must be at least 1 request per second");
+    }
+    if !(args.max.is_finite() && args.max >= args.start) {
+        return bad("--max must be at least --start");
+    }
+    if !(args.precision.is_finite() && args.precision > 0.0 && args.precision < 100.0) {
+        return bad("--precision is a percentage between 0 and 100");
+    }
+    if args.run.duration.is_zero() {
+        return bad("-d (each step's length) must be more than zero");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> CapacityArgs {
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            capacity: CapacityArgs,
+        }
+        let argv = ["capacity", "--p99", "10ms", "http://127.0.0.1:1/"].iter().chain(extra);
+        Wrap::try_parse_from(argv).unwrap_or_else(|e| panic!("{e}")).capacity
+    }
+
+    fn step(rate: f64, verdict: &str) -> Step {
+        Step {
+            rate,
+            achieved_rps: rate,
+            responses: 1,
+            p50_us: 1,
+            p99_us: 1,
+            p99_9_us: 1,
+            errors: 0,
+            non_2xx_3xx: 0,
+            late_sends: 0,
+            missed_sends: 0,
+            loader_busy_pct: 10.0,
+            verdict: verdict.into(),
+            why: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_search_doubles_then_bisects_to_the_precision() {
+        let a = args(&[]);
+        let mut steps = vec![step(1000.0, "pass")];
+        assert_eq!(next_rate(&steps, &a), Some(2000.0));
+        steps.push(step(2000.0, "pass"));
+        steps.push(step(4000.0, "fail"));
+        assert_eq!(next_rate(&steps, &a), Some(3000.0));
+        steps.push(step(3000.0, "fail"));
+        assert_eq!(next_rate(&steps, &a), Some(2500.0));
+        steps.push(step(2500.0, "pass"));
+        steps.push(step(2750.0, "pass"));
+        steps.push(step(2875.0, "pass"));
+        // 2875 passes, 3000 fails: 4.3% apart, within 5%.
+        assert_eq!(next_rate(&steps, &a), None);
+    }
+
+    #[test]
+    fn a_first_failure_halves_and_a_loader_bound_step_stops() {
+        let a = args(&["--start", "8"]);
+        assert_eq!(next_rate(&[step(8.0, "fail")], &a), Some(4.0));
+        assert_eq!(next_rate(&[step(1.0, "fail")], &a), None, "nothing below 1 req/s");
+        assert_eq!(next_rate(&[step(8.0, "pass"), step(16.0, "loader-bound")], &a), None);
+        let capped = args(&["--max", "1500"]);
+        assert_eq!(next_rate(&[step(1000.0, "pass")], &capped), Some(1500.0));
+        assert_eq!(next_rate(&[step(1000.0, "pass"), step(1500.0, "pass")], &capped), None);
+    }
+
+    #[test]
+    fn the_summary_line_says_what_was_found() {
+        let mut c = Capacity {
+            schema: SCHEMA.into(),
+            loadgen_version: String::new(),
+            command: Vec::new(),
+            target: String::new(),
+            p99_us: Some(10_000),
+            p99_9_us: None,
+            step_s: 5.0,
+            warmup_s: 1.0,
+            connections: 10,
+            threads: 1,
+            engine: "uring".into(),
+            precision_pct: 5.0,
+            capacity_rps: Some(41_250.0),
+            loader_bound: false,
+            reached_max: false,
+            steps: Vec::new(),
+        };
+        assert_eq!(c.summary(), "capacity: 41250 req/s at p99 10.00ms");
+        c.p99_9_us = Some(50_000);
+        c.loader_bound = true;
+        assert!(c.summary().starts_with("capacity: at least 41250 req/s at p99 10.00ms, p99.9 50.00ms (loader-bound"));
+        c.capacity_rps = None;
+        assert!(c.summary().starts_with("capacity: none"));
+    }
+}

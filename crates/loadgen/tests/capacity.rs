@@ -1,0 +1,140 @@
+//! `loadgen capacity` against a server whose capacity is known by construction: it answers one request per
+//! service time, in arrival order, on a virtual clock (each answer is due one service time after the later of
+//! its arrival and the previous answer's due time), so it serves exactly 1/service requests per second in the
+//! long run whatever the connections, and a late wake-up of one answer does not slow the next. Under a
+//! uniform schedule below that rate nothing queues; above it the queue grows until every connection waits.
+//! The search must land below that rate and close to it, and its JSON must match the schema.
+
+mod common;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use common::*;
+use loadgen::capacity::{CapacityArgs, search};
+use serde_json::Value;
+
+const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schemas/loadgen/capacity.schema.json");
+/// The server's service time: at most 1000 responses per second.
+const SERVICE: Duration = Duration::from_millis(1);
+
+fn capacity_args(list: &[&str]) -> CapacityArgs {
+    #[derive(clap::Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        capacity: CapacityArgs,
+    }
+    let argv = std::iter::once("capacity").chain(list.iter().copied());
+    <Wrap as clap::Parser>::try_parse_from(argv).unwrap_or_else(|e| panic!("{list:?}: {e}")).capacity
+}
+
+/// One answer per `SERVICE`, in arrival order, on a virtual clock.
+fn serial_server() -> Server {
+    let next_free = Arc::new(Mutex::new(Instant::now()));
+    Server::start(move |_| {
+        let due = {
+            let mut next = next_free.lock().unwrap_or_else(PoisonError::into_inner);
+            *next = (*next).max(Instant::now()) + SERVICE;
+            *next
+        };
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        Reply::hello()
+    })
+}
+
+#[test]
+fn the_search_lands_below_a_known_capacity_and_close_to_it() {
+    let server = serial_server();
+    let url = server.url("/");
+    let args = capacity_args(&[
+        "--p99",
+        "20ms",
+        "--start",
+        "100",
+        "-d",
+        "1s",
+        "--warmup",
+        "300ms",
+        "-c",
+        "32",
+        "--timeout",
+        "1s",
+        &url,
+    ]);
+    let mut out = Vec::new();
+    let found = search(&args, vec!["loadgen".into(), "capacity".into()], &mut out).expect("search");
+    let text = String::from_utf8_lossy(&out);
+    let ceiling = 1.0 / SERVICE.as_secs_f64();
+    let rps = found.capacity_rps.unwrap_or_else(|| panic!("no capacity found:\n{text}"));
+    assert!(!found.loader_bound, "loader-bound against a 1000 req/s server:\n{text}");
+    assert!(
+        rps <= ceiling && rps >= ceiling * 0.7,
+        "capacity {rps} for a server that serves at most {ceiling}:\n{text}"
+    );
+    // Doubling from 100 then bisecting: the bracket closed to 5%.
+    let fail = found.steps.iter().filter(|s| s.verdict == "fail").map(|s| s.rate).fold(f64::INFINITY, f64::min);
+    assert!(fail > rps && (fail - rps) / rps <= 0.05 + 1e-9, "bracket {rps}..{fail}:\n{text}");
+    assert_eq!(found.steps.len(), text.lines().count(), "one line per step:\n{text}");
+    assert!(found.steps.iter().all(|s| (s.verdict == "pass") == s.why.is_empty()), "{:?}", found.steps);
+    assert!(found.summary().starts_with(&format!("capacity: {rps:.0} req/s at p99 20.00ms")), "{}", found.summary());
+    assert_eq!(found.engine, expected_engine(&args.run));
+
+    let raw = std::fs::read_to_string(SCHEMA_PATH).expect("schema");
+    let schema: Value = serde_json::from_str(&raw).expect("schema is JSON");
+    let validator = jsonschema::draft202012::new(&schema).expect("valid schema");
+    let instance = serde_json::to_value(&found).expect("serialize");
+    let errors: Vec<String> =
+        validator.iter_errors(&instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "the result does not match the schema:\n{}", errors.join("\n"));
+}
+
+#[test]
+fn the_binary_prints_the_summary_last_and_writes_the_json() {
+    let server = Server::routes();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("capacity.json");
+    let exit = loadgen_bin(&[
+        "capacity",
+        "--p99",
+        "1s",
+        "--start",
+        "100",
+        "--max",
+        "200",
+        "-d",
+        "300ms",
+        "--warmup",
+        "100ms",
+        "-c",
+        "4",
+        "--json",
+        json.to_str().expect("utf-8 path"),
+        &server.url("/"),
+    ]);
+    assert_eq!(exit.code, Some(0), "{exit:?}");
+    let last = exit.stdout.lines().last().unwrap_or_default();
+    assert_eq!(last, "capacity: at least 200 req/s at p99 1.00s (--max)", "{}", exit.stdout);
+    let found: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("json parses");
+    assert_eq!(found["capacity_rps"].as_f64(), Some(200.0));
+    assert_eq!(found["reached_max"], Value::Bool(true));
+    assert_eq!((found["step_s"].as_f64(), found["warmup_s"].as_f64()), (Some(0.3), Some(0.1)));
+    assert_eq!(found["steps"].as_array().map(Vec::len), Some(2), "100 then 200: {found}");
+}
+
+#[test]
+fn capacity_refuses_what_it_cannot_search() {
+    let server = Server::routes();
+    let url = server.url("/");
+    for (args, says) in [
+        (vec!["capacity", &url], "needs an objective"),
+        (vec!["capacity", "--p99", "5ms", "-R", "100", &url], "leave out -R"),
+        (vec!["capacity", "--p99", "5ms", "--start", "0", &url], "--start"),
+        (vec!["capacity", "--p99", "5ms", "--max", "10", &url], "--max"),
+        (vec!["capacity", "--p99", "soon", &url], "invalid duration"),
+    ] {
+        let exit = loadgen_bin(&args);
+        exit.assert_bad_input(&format!("{args:?}"));
+        assert!(exit.stderr.contains(says), "{args:?}: {:?} lacks {says:?}", exit.stderr);
+    }
+    assert_eq!(server.requests(), 0, "nothing was sent");
+}
