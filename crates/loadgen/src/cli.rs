@@ -33,6 +33,17 @@ pub enum Command {
         #[arg(long)]
         latency: bool,
     },
+    /// Draw a `--log-requests` file as an SVG: latency over time (p50, p99 and max per time bucket).
+    LogChart {
+        /// The file `--log-requests` wrote.
+        log: PathBuf,
+        /// Write the SVG here.
+        #[arg(long)]
+        svg: PathBuf,
+        /// Width of a time bucket, e.g. 100ms, 1s.
+        #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+        bucket: Duration,
+    },
     /// Find the highest open-loop rate at which a latency objective holds (e.g. `--p99 10ms`): steps that
     /// double the rate, then bisect, each with its own warmup. `--json FILE` writes every step.
     Capacity(Box<crate::capacity::CapacityArgs>),
@@ -143,6 +154,16 @@ pub struct RunArgs {
     /// No live progress line (it is only shown on a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
+    /// Write one line per response of the measured window here (tab-separated: intended send time, actual
+    /// send time, latency, status, body bytes, connection; see the README). `loadgen log-chart` draws it.
+    #[arg(long)]
+    pub log_requests: Option<PathBuf>,
+    /// Log every Nth response only.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), requires = "log_requests")]
+    pub log_every: u64,
+    /// Log at most this many responses (held in memory until the run ends, about 40 bytes each).
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..), requires = "log_requests")]
+    pub log_max: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]

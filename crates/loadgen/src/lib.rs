@@ -17,9 +17,11 @@ pub mod cli;
 mod engine;
 mod epoll;
 pub mod http1;
+pub mod log_chart;
 pub mod merge;
 pub mod render;
 pub mod report;
+pub mod request_log;
 pub mod source;
 pub mod stats;
 pub mod target;
@@ -68,6 +70,11 @@ pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
         return Err(RunError::Unreachable { addr: target.addr.to_string(), reason: e.to_string() });
     }
 
+    // A log that cannot be written fails now, not after the run.
+    if let Some(path) = &args.log_requests {
+        std::fs::File::create(path)
+            .map_err(|e| RunError::Input(format!("cannot write --log-requests {}: {e}", path.display())))?;
+    }
     let engine = choose_engine(args.engine)?;
     let shared = Arc::new(worker::Shared { source, assertions });
     let started = Instant::now();
@@ -80,6 +87,8 @@ pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
     let (tick_tx, tick_rx) = mpsc::channel();
 
     let mut handles = Vec::with_capacity(threads);
+    let mut first_conn = 0;
+    let log_max = args.log_max as usize;
     for index in 0..threads {
         // Connections split as evenly as possible: the first `connections % threads` workers take one more.
         let share = connections / threads + usize::from(index < connections % threads);
@@ -96,7 +105,11 @@ pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
             seed: args.seed,
             measure_from,
             end,
+            log_every: if args.log_requests.is_some() { args.log_every } else { 0 },
+            log_max: log_max / threads + usize::from(index < log_max % threads),
+            first_conn,
         };
+        first_conn += share;
         let shared = shared.clone();
         let ticks = want_ticks.then(|| tick_tx.clone());
         let handle = std::thread::Builder::new().name(format!("loadgen-{index}")).spawn(move || match engine {
@@ -124,6 +137,14 @@ pub fn run(args: &RunArgs, command: Vec<String>) -> Result<Report, RunError> {
         duration_s: measured.as_secs_f64().max(1e-3),
     };
     let report = Report::from_workers(meta, &workers)?;
+    if let Some(path) = &args.log_requests {
+        let not_logged = workers.iter().map(|w| w.not_logged).sum();
+        let mut records: Vec<request_log::Record> =
+            workers.iter_mut().flat_map(|w| std::mem::take(&mut w.request_log)).collect();
+        request_log::write(path, &mut records, not_logged).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot write --log-requests {}: {e}", path.display()))
+        })?;
+    }
     if report.responses == 0
         && let Some(error) = last_error
     {

@@ -46,6 +46,23 @@ fn main() -> ExitCode {
             }
             capacity(&args)
         }
+        Some(Command::LogChart { log, svg, bucket }) => {
+            let records = match loadgen::request_log::read(&log) {
+                Ok(r) => r,
+                Err(e) => return input_error(&e),
+            };
+            if bucket.is_zero() {
+                return input_error("--bucket must be more than zero");
+            }
+            let title = format!("{}: {} responses, latency from the intended send time", log.display(), records.len());
+            match std::fs::write(&svg, loadgen::log_chart::svg(&records, bucket, &title)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("loadgen: cannot write {}: {e}", svg.display());
+                    ExitCode::from(1)
+                }
+            }
+        }
         Some(Command::Merge { reports, json, latency }) => {
             let mut loaded = Vec::with_capacity(reports.len());
             for path in &reports {

@@ -102,6 +102,9 @@ pub struct WorkerStats {
     pub process_cpu_us: Option<u64>,
     /// The CPU this worker was pinned to, if any.
     pub pinned_cpu: Option<usize>,
+    /// `--log-requests`: this worker's logged responses, and how many its cap left out.
+    pub request_log: Vec<crate::request_log::Record>,
+    pub not_logged: u64,
 }
 
 impl WorkerStats {
@@ -126,6 +129,8 @@ impl WorkerStats {
             cpu_sys_us: 0,
             process_cpu_us: None,
             pinned_cpu: None,
+            request_log: Vec::new(),
+            not_logged: 0,
         }
     }
 }

@@ -20,6 +20,7 @@ use crate::assertions::Assertions;
 use crate::cli::{Rate, Schedule};
 use crate::engine::{Engine, Event};
 use crate::http1::{Done, ResponseParser};
+use crate::request_log::Record;
 use crate::source::{Cursor, Rng, Source};
 use crate::stats::{WorkerStats, new_histogram, process_cpu_us, thread_cpu_us};
 
@@ -52,6 +53,11 @@ pub struct Plan {
     pub seed: u64,
     pub measure_from: Instant,
     pub end: Instant,
+    /// `--log-requests`: log every Nth response (0: no log), at most `log_max` of them.
+    pub log_every: u64,
+    pub log_max: usize,
+    /// The run-wide number of this worker's first connection (the log's `conn`).
+    pub first_conn: usize,
 }
 
 /// Once a second, what this worker did in that second (for --jsonl and the progress line).
@@ -143,6 +149,8 @@ struct State<'a> {
     next_send: Instant,
     rng: Rng,
     checked_counter: u64,
+    /// Responses counted towards `--log-every`.
+    log_counter: u64,
     interval: Histogram<u64>,
     interval_responses: u64,
     interval_errors: u64,
@@ -183,6 +191,7 @@ pub fn run<E: Engine>(
         next_send: Instant::now(),
         rng: Rng::new(plan.seed.wrapping_add(0x5851_F42D_4C95_7F2D).wrapping_mul(plan.index as u64 + 1)),
         checked_counter: 0,
+        log_counter: 0,
         interval: new_histogram(),
         interval_responses: 0,
         interval_errors: 0,
@@ -538,6 +547,24 @@ impl State<'_> {
             }
             self.interval.saturating_record(us(sent.intended));
             self.interval_responses += 1;
+            if self.plan.log_every > 0 {
+                self.log_counter += 1;
+                if self.log_counter.is_multiple_of(self.plan.log_every) {
+                    if self.stats.request_log.len() < self.plan.log_max {
+                        let since = |t: Instant| t.saturating_duration_since(self.plan.measure_from).as_micros() as u64;
+                        self.stats.request_log.push(Record {
+                            intended_us: since(sent.intended),
+                            sent_us: since(sent.written),
+                            latency_us: us(sent.intended),
+                            status: done.status,
+                            body_bytes: done.body_len,
+                            conn: (self.plan.first_conn + i) as u32,
+                        });
+                    } else {
+                        self.stats.not_logged += 1;
+                    }
+                }
+            }
             if checked {
                 self.stats.assertions_checked += 1;
                 let assertions = &self.shared.assertions;
