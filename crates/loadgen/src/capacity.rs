@@ -9,6 +9,11 @@
 //! the objective. A step that fails while a loader thread was over 90% busy is *loader-bound*: the loader,
 //! not the server, could not keep up, so the search stops there and says so rather than calling it the
 //! server's capacity.
+//!
+//! A failed step is run again at the same rate before the search believes it (`--retries`, 1 by default):
+//! on a machine whose tail has bursts of its own (a VM's vCPU descheduled for tens of milliseconds), one bad
+//! second would otherwise end the doubling far below the server's capacity. Passing steps are not retried:
+//! noise makes a tail worse, not better.
 
 use std::io::Write;
 use std::time::Duration;
@@ -41,6 +46,9 @@ pub struct CapacityArgs {
     /// Bisect until the highest pass and the lowest failure are within this many percent.
     #[arg(long, default_value_t = 5.0)]
     pub precision: f64,
+    /// Run a failed step again this many times at the same rate; it fails only if every attempt does.
+    #[arg(long, default_value_t = 1)]
+    pub retries: u32,
     /// The request, connection, assertion and timing flags, as for a run: -d is each step's measured length
     /// and --warmup its warmup (here 5s and 1s unless given), -c and -t apply to every step.
     #[command(flatten)]
@@ -68,6 +76,8 @@ pub struct Step {
     pub verdict: String,
     /// Why it did not pass (empty when it did).
     pub why: String,
+    /// A later step ran this rate again (this one failed): that step's verdict decides.
+    pub retried: bool,
 }
 
 /// The search's result, as `--json` writes it.
@@ -86,6 +96,8 @@ pub struct Capacity {
     pub threads: u32,
     pub engine: String,
     pub precision_pct: f64,
+    /// How many times a failed step was run again at the same rate.
+    pub retries: u32,
     /// The highest rate that passed; null when none did.
     pub capacity_rps: Option<f64>,
     /// The search stopped at a step the loader could not drive: the capacity is at least `capacity_rps`.
@@ -166,6 +178,7 @@ pub fn judge(report: &Report, rate: f64, args: &CapacityArgs) -> Step {
         loader_busy_pct,
         verdict: verdict.to_string(),
         why: why.join("; "),
+        retried: false,
     }
 }
 
@@ -175,8 +188,7 @@ pub fn next_rate(steps: &[Step], args: &CapacityArgs) -> Option<f64> {
     if last.verdict == "loader-bound" || steps.len() >= MAX_STEPS {
         return None;
     }
-    let best_pass = steps.iter().filter(|s| s.verdict == "pass").map(|s| s.rate).reduce(f64::max);
-    let lowest_fail = steps.iter().filter(|s| s.verdict == "fail").map(|s| s.rate).reduce(f64::min);
+    let (best_pass, lowest_fail) = bracket(steps);
     match (best_pass, lowest_fail) {
         // Still climbing: double, up to --max.
         (Some(pass), None) => (pass < args.max).then(|| (pass * 2.0).min(args.max)),
@@ -188,6 +200,14 @@ pub fn next_rate(steps: &[Step], args: &CapacityArgs) -> Option<f64> {
     }
 }
 
+/// The highest rate that passed and the lowest that failed (retried attempts left out: their retry decides).
+fn bracket(steps: &[Step]) -> (Option<f64>, Option<f64>) {
+    let decided = || steps.iter().filter(|s| !s.retried);
+    let best_pass = decided().filter(|s| s.verdict == "pass").map(|s| s.rate).reduce(f64::max);
+    let lowest_fail = decided().filter(|s| s.verdict == "fail").map(|s| s.rate).reduce(f64::min);
+    (best_pass, lowest_fail)
+}
+
 /// Runs the search, printing one line per step to `out`, and returns the result.
 pub fn search(args: &CapacityArgs, command: Vec<String>, out: &mut dyn Write) -> Result<Capacity, RunError> {
     check(args)?;
@@ -195,6 +215,7 @@ pub fn search(args: &CapacityArgs, command: Vec<String>, out: &mut dyn Write) ->
     let mut rate = args.start;
     // What the runs were (the same for every step): target, engine, threads, connections.
     let mut shape;
+    let mut attempts = 0;
     loop {
         let mut run = args.run.clone();
         run.rate = Some(Rate::steady(rate));
@@ -204,11 +225,14 @@ pub fn search(args: &CapacityArgs, command: Vec<String>, out: &mut dyn Write) ->
         let report = crate::run(&run, command.clone())?;
         let config = &report.config;
         shape = (report.target.clone(), config.engine.clone(), config.threads, config.connections);
-        let step = judge(&report, rate, args);
+        let mut step = judge(&report, rate, args);
+        attempts += 1;
+        step.retried = step.verdict == "fail" && attempts <= args.retries && steps.len() + 1 < MAX_STEPS;
         let why = if step.why.is_empty() { String::new() } else { format!(" ({})", step.why) };
+        let again = if step.retried { "; trying this rate again" } else { "" };
         let _ = writeln!(
             out,
-            "step {:>2}: {:>10.0} req/s asked, {:>10.0} achieved, p50 {}, p99 {}, p99.9 {}, {} errors: {}{why}",
+            "step {:>2}: {:>10.0} req/s asked, {:>10.0} achieved, p50 {}, p99 {}, p99.9 {}, {} errors: {}{why}{again}",
             steps.len() + 1,
             rate,
             step.achieved_rps,
@@ -218,13 +242,18 @@ pub fn search(args: &CapacityArgs, command: Vec<String>, out: &mut dyn Write) ->
             step.errors,
             step.verdict,
         );
+        let again = step.retried;
         steps.push(step);
+        if again {
+            continue; // the same rate once more
+        }
+        attempts = 0;
         match next_rate(&steps, args) {
             Some(next) => rate = next,
             None => break,
         }
     }
-    let best_pass = steps.iter().filter(|s| s.verdict == "pass").map(|s| s.rate).reduce(f64::max);
+    let (best_pass, _) = bracket(&steps);
     let loader_bound = steps.last().is_some_and(|s| s.verdict == "loader-bound");
     let reached_max = !loader_bound && best_pass.is_some_and(|p| p >= args.max);
     let (target, engine, threads, connections) = shape;
@@ -241,6 +270,7 @@ pub fn search(args: &CapacityArgs, command: Vec<String>, out: &mut dyn Write) ->
         threads,
         engine,
         precision_pct: args.precision,
+        retries: args.retries,
         capacity_rps: best_pass,
         loader_bound,
         reached_max,
@@ -304,6 +334,7 @@ mod tests {
             loader_busy_pct: 10.0,
             verdict: verdict.into(),
             why: String::new(),
+            retried: false,
         }
     }
 
@@ -322,6 +353,16 @@ mod tests {
         steps.push(step(2875.0, "pass"));
         // 2875 passes, 3000 fails: 4.3% apart, within 5%.
         assert_eq!(next_rate(&steps, &a), None);
+    }
+
+    #[test]
+    fn a_retried_failure_does_not_count() {
+        let a = args(&[]);
+        let mut noisy = step(2000.0, "fail");
+        noisy.retried = true;
+        let steps = [step(1000.0, "pass"), noisy, step(2000.0, "pass")];
+        assert_eq!(next_rate(&steps, &a), Some(4000.0), "the retry passed: keep doubling");
+        assert_eq!(bracket(&steps), (Some(2000.0), None));
     }
 
     #[test]
@@ -350,6 +391,7 @@ mod tests {
             threads: 1,
             engine: "uring".into(),
             precision_pct: 5.0,
+            retries: 1,
             capacity_rps: Some(41_250.0),
             loader_bound: false,
             reached_max: false,

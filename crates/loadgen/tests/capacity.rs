@@ -72,10 +72,15 @@ fn the_search_lands_below_a_known_capacity_and_close_to_it() {
         "capacity {rps} for a server that serves at most {ceiling}:\n{text}"
     );
     // Doubling from 100 then bisecting: the bracket closed to 5%.
-    let fail = found.steps.iter().filter(|s| s.verdict == "fail").map(|s| s.rate).fold(f64::INFINITY, f64::min);
+    let decided = found.steps.iter().filter(|s| !s.retried);
+    let fail = decided.filter(|s| s.verdict == "fail").map(|s| s.rate).fold(f64::INFINITY, f64::min);
     assert!(fail > rps && (fail - rps) / rps <= 0.05 + 1e-9, "bracket {rps}..{fail}:\n{text}");
     assert_eq!(found.steps.len(), text.lines().count(), "one line per step:\n{text}");
     assert!(found.steps.iter().all(|s| (s.verdict == "pass") == s.why.is_empty()), "{:?}", found.steps);
+    // Every failure was tried twice (--retries 1): a retried step is followed by the same rate.
+    for pair in found.steps.windows(2).filter(|w| w[0].retried) {
+        assert!(pair[0].verdict == "fail" && pair[1].rate == pair[0].rate, "{pair:?}");
+    }
     assert!(found.summary().starts_with(&format!("capacity: {rps:.0} req/s at p99 20.00ms")), "{}", found.summary());
     assert_eq!(found.engine, expected_engine(&args.run));
 
