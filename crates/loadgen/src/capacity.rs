@@ -376,6 +376,55 @@ mod tests {
         assert_eq!(next_rate(&[step(1000.0, "pass"), step(1500.0, "pass")], &capped), None);
     }
 
+    /// A one-thread open-loop step at `rate` over 1 s: `responses` of them, p99 about `p99_us`, the thread
+    /// `busy_pct` busy, `errors` timeouts.
+    fn step_report(rate: f64, responses: u64, p99_us: u64, busy_pct: u64, errors: u64) -> Report {
+        let command = ["loadgen", "-c", "8", "-d", "1s", "-R", &rate.to_string(), "http://127.0.0.1:1/"];
+        let args = crate::cli::Cli::try_parse_from(command).unwrap_or_else(|e| panic!("{e}")).run;
+        let mut w = crate::stats::WorkerStats::new(true);
+        w.responses = responses;
+        for i in 0..responses {
+            let us = if i * 100 >= responses * 98 { p99_us } else { 100 };
+            w.latency.saturating_record(us);
+            if let Some(h) = &mut w.latency_from_write {
+                h.saturating_record(us);
+            }
+        }
+        w.status.insert(200, responses);
+        w.errors.timeout = errors;
+        w.cpu_user_us = busy_pct * 10_000;
+        w.scheduled = rate as u64;
+        let meta = crate::report::RunMeta {
+            config: crate::report::RunConfig::new(&args, 1, "url".into(), None, "epoll"),
+            command: Vec::new(),
+            target: "http://127.0.0.1:1/".into(),
+            started_unix_ms: 0,
+            duration_s: 1.0,
+        };
+        Report::from_workers(meta, &[w]).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_step_is_judged_on_errors_rate_and_tail_and_a_busy_loader_is_blamed() {
+        let a = args(&[]);
+        let ok = judge(&step_report(1000.0, 1000, 5_000, 20, 0), 1000.0, &a);
+        assert_eq!((ok.verdict.as_str(), ok.why.as_str()), ("pass", ""));
+        let slow = judge(&step_report(1000.0, 1000, 20_000, 20, 0), 1000.0, &a);
+        assert_eq!(slow.verdict, "fail");
+        // HDR keeps 3 significant digits: 20 ms reads back as 20.02 ms.
+        assert!(slow.why.starts_with("p99 20.0") && slow.why.ends_with("over 10.00ms"), "{}", slow.why);
+        let short = judge(&step_report(1000.0, 900, 5_000, 20, 0), 1000.0, &a);
+        assert!(short.verdict == "fail" && short.why.contains("achieved 900 of 1000"), "{short:?}");
+        let errors = judge(&step_report(1000.0, 1000, 5_000, 20, 3), 1000.0, &a);
+        assert!(errors.verdict == "fail" && errors.why.contains("3 errors"), "{errors:?}");
+        // The same shortfall with the loader's thread saturated: the loader's limit, not the server's.
+        let busy = judge(&step_report(1000.0, 900, 5_000, 97, 0), 1000.0, &a);
+        assert_eq!(busy.verdict, "loader-bound", "{busy:?}");
+        assert!(busy.why.contains("a loader thread was 97% busy"), "{}", busy.why);
+        // A busy loader that still met everything passes: busy is not a failure by itself.
+        assert_eq!(judge(&step_report(1000.0, 1000, 5_000, 97, 0), 1000.0, &a).verdict, "pass");
+    }
+
     #[test]
     fn the_summary_line_says_what_was_found() {
         let mut c = Capacity {
