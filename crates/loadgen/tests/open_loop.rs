@@ -119,10 +119,11 @@ fn a_ramp_climbs_linearly_and_each_second_says_what_was_asked() {
     // Mid-second targets: 200, 400, then 500 once the ramp is over.
     for (line, (target, scheduled)) in lines.iter().zip([(200.0, 200.0), (400.0, 400.0), (500.0, 500.0)]) {
         assert_eq!(line["target_rps"].as_f64(), Some(target), "{line}");
+        // Per second, counts move by whatever crosses a second's edge while a busy machine delays the loop.
         let asked = line["scheduled"].as_f64().expect("scheduled");
-        assert!(within(asked, scheduled, 0.15), "second {}: {asked} scheduled, about {scheduled} due", line["second"]);
+        assert!(within(asked, scheduled, 0.25), "second {}: {asked} scheduled, about {scheduled} due", line["second"]);
         let answered = line["responses"].as_f64().expect("responses");
-        assert!(within(answered, scheduled, 0.15), "second {}: {answered} responses", line["second"]);
+        assert!(within(answered, scheduled, 0.25), "second {}: {answered} responses", line["second"]);
         for key in ["errors", "p50_us", "p99_us", "p99_9_us", "max_us"] {
             assert!(line[key].is_u64(), "{key} in {line}");
         }
