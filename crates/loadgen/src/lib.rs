@@ -177,11 +177,13 @@ fn check_rate(args: &RunArgs) -> Result<(), RunError> {
 /// The engine to run on: `auto` is io_uring where the kernel allows it, else epoll (said once on stderr);
 /// an explicit `uring` that cannot work is bad input.
 fn choose_engine(asked: EngineChoice) -> Result<EngineChoice, RunError> {
-    match (asked, uring::unavailable()) {
-        (EngineChoice::Epoll, _) => Ok(EngineChoice::Epoll),
-        (_, None) => Ok(EngineChoice::Uring),
-        (EngineChoice::Uring, Some(why)) => Err(RunError::Input(format!("--engine uring: {why}"))),
-        (EngineChoice::Auto, Some(why)) => {
+    if asked == EngineChoice::Epoll {
+        return Ok(EngineChoice::Epoll); // no probe ring for a run that will not use it
+    }
+    match uring::unavailable() {
+        None => Ok(EngineChoice::Uring),
+        Some(why) if asked == EngineChoice::Uring => Err(RunError::Input(format!("--engine uring: {why}"))),
+        Some(why) => {
             eprintln!("loadgen: io_uring unavailable ({why}); using the epoll engine");
             Ok(EngineChoice::Epoll)
         }

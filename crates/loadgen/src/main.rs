@@ -101,17 +101,10 @@ fn finish(report: &Report, json: Option<&Path>, latency: bool, failures: Vec<Str
     } else {
         print!("{text}");
     }
-    if let Some(path) = json {
-        let body = match serde_json::to_string_pretty(report) {
-            Ok(b) => b,
-            Err(e) => return input_error(&format!("cannot serialize the report: {e}")),
-        };
-        let written =
-            if json_to_stdout { writeln!(std::io::stdout(), "{body}") } else { std::fs::write(path, body + "\n") };
-        if let Err(e) = written {
-            eprintln!("loadgen: cannot write {}: {e}", path.display());
-            return ExitCode::from(1);
-        }
+    if let Some(path) = json
+        && let Err(code) = write_json(path, report, "report")
+    {
+        return code;
     }
     if failures.is_empty() {
         ExitCode::SUCCESS
@@ -138,19 +131,24 @@ fn capacity(args: &CapacityArgs) -> ExitCode {
         Err(e) => return input_error(&e.to_string()),
     };
     let _ = writeln!(text, "{}", found.summary());
-    if let Some(path) = json {
-        let body = match serde_json::to_string_pretty(&found) {
-            Ok(b) => b,
-            Err(e) => return input_error(&format!("cannot serialize the result: {e}")),
-        };
-        let written =
-            if json_to_stdout { writeln!(std::io::stdout(), "{body}") } else { std::fs::write(path, body + "\n") };
-        if let Err(e) = written {
-            eprintln!("loadgen: cannot write {}: {e}", path.display());
-            return ExitCode::from(1);
-        }
+    if let Some(path) = json
+        && let Err(code) = write_json(path, &found, "result")
+    {
+        return code;
     }
     if found.capacity_rps.is_some() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// `--json PATH` (`-` for stdout): the value, pretty-printed. Err is the exit code to end with.
+fn write_json(path: &Path, value: &impl serde::Serialize, what: &str) -> Result<(), ExitCode> {
+    let body =
+        serde_json::to_string_pretty(value).map_err(|e| input_error(&format!("cannot serialize the {what}: {e}")))?;
+    let written =
+        if path.as_os_str() == "-" { writeln!(std::io::stdout(), "{body}") } else { std::fs::write(path, body + "\n") };
+    written.map_err(|e| {
+        eprintln!("loadgen: cannot write {}: {e}", path.display());
+        ExitCode::from(1)
+    })
 }
 
 fn input_error(message: &str) -> ExitCode {
