@@ -24,8 +24,10 @@ use anyhow::{Context, bail};
 use clap::Args;
 
 use crate::agreement::{Loader, LoaderRun, ServerResult, exit_code, order};
+use crate::bench::Bench;
 use crate::calibration::{self, Calibration};
-use crate::cells::{self, Bench, Server};
+use crate::cells::{self, Server};
+use crate::loader;
 use crate::measure::{self, Defaults, MeasureArgs};
 use crate::process;
 use crate::procfs;
@@ -157,7 +159,7 @@ impl CalibrateArgs {
     }
 }
 
-/// Threads per loader: one per loader core, never more than connections (as `cells::run_loadgen` picks).
+/// Threads per loader: one per loader core, never more than connections (as `loader::run` picks).
 pub fn threads(loader_cores: usize, connections: u32) -> usize {
     loader_cores.clamp(1, connections.max(1) as usize)
 }
@@ -226,8 +228,8 @@ fn one_run(
             load.connections = cfg.connections;
             let engine = (loader == Loader::LoadgenEpoll).then_some("epoll");
             let bench = Bench { loadgen_engine: engine, ..bench.clone() };
-            let run = cells::run_loadgen(&bench, server.port, &load, duration, None, &tag)?;
-            let reasons = cells::void_reasons(&run, &[], warmup);
+            let run = loader::run(&bench, server.port, &load, duration, None, &tag)?;
+            let reasons = loader::void_reasons(&run, &[], warmup);
             if loader == Loader::Loadgen {
                 result.loadgen_engine = run.report.as_ref().map(|r| r.config.engine.clone());
             }

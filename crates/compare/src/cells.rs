@@ -5,22 +5,22 @@
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::net::{Ipv4Addr, TcpListener};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use loadgen::report::Report;
 
+use crate::bench::Bench;
+use crate::cli::CapacitySearch;
+use crate::loader;
 use crate::process::Spawned;
 use crate::procfs;
-use crate::records::{Kind, LatencyUs, Record};
+use crate::records::{CapacityFound, Kind, LatencyUs, Record};
 use crate::workloads::{self, LoadSpec, Outcome, Probe};
 
 /// A just-started runtime finishes lazy initialization before its idle RSS is read.
 pub const SETTLE: Duration = Duration::from_millis(500);
-/// loadgen gets this long past its own `-d` before it is killed and the run voided.
-const LOADGEN_SLACK: Duration = Duration::from_secs(30);
 /// Readiness polls are this far apart: fine enough for a 5 ms startup, from the loader's core.
 const READY_POLL: Duration = Duration::from_micros(500);
 /// Closed-loop runs with the server cores less busy than this were limited by the loader.
@@ -61,24 +61,6 @@ impl ServerSpec {
 fn scrubbed(key: &str) -> bool {
     ["FLIGHT_", "SCRIBE_", "METADATA_", "LADDER_", "PEER_", "COMPARE_"].iter().any(|p| key.starts_with(p))
         || ["DATABASE_URL", "REDIS_URL", "RUST_LOG", "NODE_OPTIONS", "NODE_ENV", "PORT", "HOSTNAME"].contains(&key)
-}
-
-/// What every cell shares: the loader, the layout, the timings.
-#[derive(Debug, Clone)]
-pub struct Bench {
-    pub loadgen: PathBuf,
-    pub server_cores: String,
-    pub loader_cores: String,
-    pub warmup: Duration,
-    pub duration: Duration,
-    /// loadgen's per-request timeout; a timeout voids the run.
-    pub request_timeout: Duration,
-    /// How long a server may take to answer its first 200.
-    pub ready_timeout: Duration,
-    /// Server logs and loadgen reports go here.
-    pub logdir: PathBuf,
-    /// loadgen's `--engine`; None leaves loadgen's default (io_uring where the kernel allows it).
-    pub loadgen_engine: Option<&'static str>,
 }
 
 /// A port nothing listens on right now (a fresh one per start: no TIME_WAIT left from the last load).
@@ -296,144 +278,6 @@ pub fn check(bench: &Bench, input: &CheckInput<'_>, rec: &mut Record) -> Vec<Out
     answers
 }
 
-/// One loadgen process and what came of it.
-#[derive(Debug)]
-pub struct LoadgenRun {
-    pub argv: Vec<String>,
-    pub report: Option<Report>,
-    pub report_error: Option<String>,
-    pub exit: Option<i32>,
-    pub timed_out: bool,
-    pub wall: Duration,
-    pub stderr: String,
-    /// loadgen's own CPU over its life (all threads), µs, as /proc had it at its exit; None when killed.
-    pub cpu_us: Option<f64>,
-}
-
-/// Runs loadgen pinned to the loader cores against `port` for `duration` (open loop at `rate`), waits for
-/// it (bounded) and reads its JSON report.
-pub fn run_loadgen(
-    bench: &Bench,
-    port: u16,
-    load: &LoadSpec,
-    duration: Duration,
-    rate: Option<f64>,
-    tag: &str,
-) -> anyhow::Result<LoadgenRun> {
-    let json = bench.logdir.join(format!("{tag}.json"));
-    let _ = std::fs::remove_file(&json);
-    let loader_cores = procfs::parse_cores(&bench.loader_cores)?;
-    let threads = loader_cores.len().clamp(1, load.connections.max(1) as usize);
-    let mut argv: Vec<String> = vec!["-c".into(), bench.loader_cores.clone(), bench.loadgen.to_string_lossy().into()];
-    let dur = |d: Duration| format!("{}ms", d.as_millis().max(1));
-    argv.extend(
-        [
-            "-t",
-            &threads.to_string(),
-            "-c",
-            &load.connections.to_string(),
-            "-d",
-            &dur(duration),
-            "--warmup",
-            "0s",
-            "--timeout",
-            &dur(bench.request_timeout),
-            "--pin",
-            &bench.loader_cores,
-            "--no-progress",
-            "--json",
-            &json.to_string_lossy(),
-        ]
-        .map(String::from),
-    );
-    if let Some(rate) = rate {
-        argv.extend(["-R".to_string(), format!("{:.0}", rate.max(1.0))]);
-    }
-    if let Some(engine) = bench.loadgen_engine {
-        argv.extend(["--engine".to_string(), engine.to_string()]);
-    }
-    argv.extend(load.loadgen_args(port));
-    let out = File::create(bench.logdir.join(format!("{tag}.out")))?;
-    let err_path = bench.logdir.join(format!("{tag}.err"));
-    let err = File::create(&err_path)?;
-    let mut cmd = Command::new("taskset");
-    cmd.args(&argv).stdin(Stdio::null()).stdout(out).stderr(err);
-    let started = Instant::now();
-    let mut proc = Spawned::spawn(cmd, "loadgen").context("starting loadgen")?;
-    let status = proc.wait_timeout(duration + LOADGEN_SLACK)?;
-    let timed_out = status.is_none();
-    if timed_out {
-        proc.kill();
-    }
-    let wall = started.elapsed();
-    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
-    let (report, report_error) = match std::fs::read(&json) {
-        Ok(raw) => match serde_json::from_slice::<Report>(&raw) {
-            Ok(r) => (Some(r), None),
-            Err(e) => (None, Some(format!("unreadable loadgen report: {e}"))),
-        },
-        Err(e) => (None, Some(format!("no loadgen report ({e})"))),
-    };
-    let mut full = vec!["taskset".to_string()];
-    full.extend(argv);
-    let cpu_us = proc.cpu_at_exit().map(|c| c.total_us());
-    let exit = status.and_then(|s| s.code());
-    Ok(LoadgenRun { argv: full, report, report_error, exit, timed_out, wall, stderr, cpu_us })
-}
-
-fn tail(text: &str, max: usize) -> String {
-    let t = text.trim();
-    let start = t.char_indices().rev().nth(max.saturating_sub(1)).map_or(0, |(i, _)| i);
-    t[start..].replace('\n', " | ")
-}
-
-/// Why a loadgen run does not count; empty when it does. Any status outside 2xx (and `also_ok`), any
-/// socket error, timeout or failed assertion, fewer connections than asked, or (unless a warmup) no
-/// response at all.
-pub fn void_reasons(run: &LoadgenRun, also_ok: &[u16], warmup: bool) -> Vec<String> {
-    let mut reasons = Vec::new();
-    if run.timed_out {
-        reasons.push(format!("loadgen still running {LOADGEN_SLACK:?} after its duration; killed"));
-    }
-    let Some(rep) = &run.report else {
-        reasons.push(format!(
-            "{} (loadgen exit {:?}): {}",
-            run.report_error.as_deref().unwrap_or("no loadgen report"),
-            run.exit,
-            tail(&run.stderr, 300)
-        ));
-        return reasons;
-    };
-    let bad: Vec<String> = rep
-        .status
-        .iter()
-        .filter(|(code, n)| **n > 0 && !(200..300).contains(*code) && !also_ok.contains(code))
-        .map(|(code, n)| format!("{code}: {n}"))
-        .collect();
-    if !bad.is_empty() {
-        reasons.push(format!("unexpected statuses {}", bad.join(", ")));
-    }
-    let errors: Vec<String> =
-        rep.errors.by_kind().iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
-    if !errors.is_empty() {
-        reasons.push(format!("errors: {}", errors.join(", ")));
-    }
-    let c = &rep.connections;
-    if c.failed > 0 || c.established < c.asked {
-        reasons.push(format!("connections asked {}, established {}, failed {}", c.asked, c.established, c.failed));
-    }
-    if !warmup && rep.responses == 0 {
-        reasons.push(format!("no response completed ({} in flight at the end)", rep.in_flight_at_end));
-    }
-    match run.exit {
-        Some(0) => {}
-        // 1 = failed its checks: the reasons above say which, unless it was something else.
-        Some(1) if !reasons.is_empty() => {}
-        other => reasons.push(format!("loadgen exited {other:?}: {}", tail(&run.stderr, 300))),
-    }
-    reasons
-}
-
 /// What one measured run needs besides the bench.
 #[derive(Debug, Clone, Copy)]
 pub struct RunInput<'a> {
@@ -549,6 +393,76 @@ fn soak_on(
     Ok(())
 }
 
+/// One capacity search on a fresh server: prepared like a measured run (settle, idle RSS, priming, the
+/// closed-loop warmup), then `loadgen capacity` with the workload's load from `start` req/s, its result
+/// written to `json` (named `steps_file` in the record), RSS after it. Fills `rec`, voiding it when the
+/// search could not run to its end; a search in which no rate met the objective is a finding, not void.
+pub fn capacity(
+    bench: &Bench,
+    input: &RunInput<'_>,
+    search: &CapacitySearch,
+    start: f64,
+    json: &Path,
+    steps_file: String,
+    rec: &mut Record,
+) {
+    rec.connections = Some(input.load.connections);
+    let (mut server, _) = match start_ready(input.spec, bench, input.ready_path) {
+        Ok(s) => s,
+        Err(e) => {
+            rec.void_because(format!("did not start: {e:#}"));
+            return;
+        }
+    };
+    let searched = prepare(bench, input, &mut server, rec).and_then(|ready| {
+        if !ready {
+            return Ok(());
+        }
+        if let Some(dir) = json.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let run = loader::capacity(bench, server.port, input.load, search, start, json, input.tag)?;
+        rec.rss_after_kib = server.rss_kib();
+        if run.timed_out {
+            rec.void_because(format!("loadgen capacity still running {:?} past its bound; killed", loader::SLACK));
+        }
+        let Some(found) = run.report else {
+            let why = run.report_error.as_deref().unwrap_or("no loadgen output");
+            let stderr = loader::tail(&run.stderr, 300);
+            rec.void_because(format!("{why} (loadgen exit {:?}): {stderr}", run.exit));
+            return Ok(());
+        };
+        // 0: a rate met the objective; 1: none did (a finding). Anything else is loadgen failing.
+        if !matches!(run.exit, Some(0 | 1)) {
+            rec.void_because(format!("loadgen capacity exited {:?}: {}", run.exit, loader::tail(&run.stderr, 300)));
+        }
+        let best = found.steps.iter().filter(|s| s.verdict == "pass").max_by(|a, b| a.rate.total_cmp(&b.rate));
+        rec.rate_achieved = best.map(|s| s.achieved_rps);
+        rec.loader_bound = Some(found.loader_bound);
+        rec.capacity = Some(CapacityFound {
+            objective_p99_us: search.p99.as_micros() as u64,
+            start_rps: start,
+            rps: found.capacity_rps,
+            achieved_rps: best.map(|s| s.achieved_rps),
+            p99_us: best.map(|s| s.p99_us),
+            steps: found.steps.len() as u32,
+            step_s: found.step_s,
+            warmup_s: found.warmup_s,
+            loader_bound: found.loader_bound,
+            reached_max: found.reached_max,
+            steps_file,
+        });
+        Ok(())
+    });
+    if let Err(e) = searched {
+        rec.void_because(format!("{e:#}"));
+    }
+    if let Some(status) = server.exited() {
+        rec.void_because(format!("server exited ({status}) during the search{}", server.log_tail(12)));
+    }
+    server.stop();
+}
+
 fn measure_on(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mut Record) -> anyhow::Result<()> {
     if !prepare(bench, input, server, rec)? {
         return Ok(());
@@ -570,8 +484,8 @@ fn prepare(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mut R
     }
     if !bench.warmup.is_zero() {
         let warm =
-            run_loadgen(bench, server.port, input.load, bench.warmup, input.rate, &format!("{}-warmup", input.tag))?;
-        let reasons = void_reasons(&warm, input.also_ok, true);
+            loader::run(bench, server.port, input.load, bench.warmup, input.rate, &format!("{}-warmup", input.tag))?;
+        let reasons = loader::void_reasons(&warm, input.also_ok, true);
         if !reasons.is_empty() {
             rec.void_because(format!("warmup: {}", reasons.join("; ")));
         }
@@ -596,13 +510,13 @@ fn window(
     let server_cores: BTreeSet<usize> = procfs::parse_cores(&bench.server_cores)?;
     let ticks0 = procfs::core_ticks(&server_cores)?;
     let cpu0 = server.pid().map(procfs::tree_cpu);
-    let run = run_loadgen(bench, server.port, input.load, duration, input.rate, tag)?;
+    let run = loader::run(bench, server.port, input.load, duration, input.rate, tag)?;
     let cpu1 = server.pid().map(procfs::tree_cpu);
     let ticks1 = procfs::core_ticks(&server_cores)?;
     rec.rss_after_kib = server.rss_kib();
     crate::process::check_interrupted()?;
 
-    let reasons = void_reasons(&run, input.also_ok, false);
+    let reasons = loader::void_reasons(&run, input.also_ok, false);
     if let Some(rep) = &run.report {
         rec.duration_s = Some(rep.duration_s);
         rec.requests = Some(rep.responses);

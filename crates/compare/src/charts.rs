@@ -47,6 +47,8 @@ pub struct Bar {
     pub req_per_s_max: f64,
     /// Server CPU time per response, when it was measured.
     pub cpu_us_per_resp: Option<f64>,
+    /// The figure is only a lower bound (the loader ran out of CPU first): its label says "≥".
+    pub lower_bound: bool,
 }
 
 /// One runtime at one step of a ladder (connections, rate, payload size…).
@@ -63,6 +65,12 @@ pub fn workload_svg(workload: &str, bars: &[Bar]) -> String {
     render_workload(workload, bars).unwrap_or_default()
 }
 
+/// One bar panel for one workload: each runtime's capacity at the latency objective `objective` ("p99 ≤
+/// 10 ms"), median of its searches with min–max whiskers; `cpu_us_per_resp` is not drawn.
+pub fn capacity_svg(workload: &str, objective: &str, bars: &[Bar]) -> String {
+    render_capacity(workload, objective, bars).unwrap_or_default()
+}
+
 /// Throughput per runtime across `steps`, one line each, on a linear axis from zero.
 pub fn ladder_svg(steps: &[String], points: &[LadderPoint]) -> String {
     render_ladder(steps, points).unwrap_or_default()
@@ -76,8 +84,7 @@ fn measured(v: f64) -> Option<f64> {
 fn render_workload(workload: &str, bars: &[Bar]) -> Result<String, fmt::Error> {
     const ROW: f64 = 26.0;
     const BAR: f64 = 16.0;
-    let longest = bars.iter().map(|b| b.runtime.chars().count()).max().unwrap_or(0) as f64;
-    let x0 = (longest * CHAR_W + 24.0).clamp(90.0, 220.0);
+    let x0 = label_column(bars);
     // Room right of the longest bar for its value label.
     let x1 = WIDTH - 100.0;
     let rows = bars.len().max(1) as f64;
@@ -88,53 +95,14 @@ fn render_workload(workload: &str, bars: &[Bar]) -> Result<String, fmt::Error> {
 
     let palette = colors(bars.iter().map(|b| b.runtime.as_str()));
     let mut out = String::with_capacity(4096 + bars.len() * 1024);
-    open_svg(&mut out, height, &format!("{workload}: throughput and CPU per response"))?;
-    writeln!(out, r#"<text x="16" y="28" font-size="18" font-weight="bold">{}</text>"#, esc(workload))?;
+    let title = format!("{workload}: throughput and CPU per response");
     let subtitle = "median of runs, whiskers min–max; CPU-µs per response: lower is better";
-    writeln!(out, r##"<text x="16" y="48" font-size="12" fill="#555">{subtitle}</text>"##)?;
+    open_chart(&mut out, height, &title, workload, subtitle)?;
 
     // Throughput.
-    let max = bars
-        .iter()
-        .flat_map(|b| [b.req_per_s, b.req_per_s_max, b.req_per_s_min])
-        .filter_map(measured)
-        .fold(0.0, f64::max);
-    let axis = Axis::new(max, x0, x1);
+    let axis = rate_axis(bars, x0, x1);
     let first_row = panel_frame(&mut out, top1, "Throughput (req/s, higher is better)", &axis, rows * ROW)?;
-    for (i, bar) in bars.iter().enumerate() {
-        let y = first_row + i as f64 * ROW;
-        let mid = y + ROW / 2.0;
-        runtime_label(&mut out, x0, mid, &bar.runtime)?;
-        let color = palette[i];
-        let mut label_x = x0 + 6.0;
-        let label = match measured(bar.req_per_s) {
-            Some(v) => {
-                let end = axis.x(v);
-                let tip = format!(
-                    "{}: {} req/s (min {}, max {})",
-                    bar.runtime,
-                    thousands(v),
-                    measured(bar.req_per_s_min).map_or("n/a".to_string(), thousands),
-                    measured(bar.req_per_s_max).map_or("n/a".to_string(), thousands),
-                );
-                bar_rect(&mut out, x0, end, mid - BAR / 2.0, BAR, color, &tip)?;
-                label_x = end + 6.0;
-                thousands(v)
-            }
-            None => "n/a".to_string(),
-        };
-        if let (Some(lo), Some(hi)) = (measured(bar.req_per_s_min), measured(bar.req_per_s_max)) {
-            let (lo, hi) = (axis.x(lo.min(hi)), axis.x(lo.max(hi)));
-            let (top, bottom) = (mid - 5.0, mid + 5.0);
-            write!(
-                out,
-                r#"<path d="M{lo:.1} {mid:.1}H{hi:.1}M{lo:.1} {top:.1}V{bottom:.1}M{hi:.1} {top:.1}V{bottom:.1}""#
-            )?;
-            writeln!(out, r##" stroke="#222" stroke-width="1.5" fill="none"/>"##)?;
-            label_x = label_x.max(hi + 6.0);
-        }
-        value_label(&mut out, label_x, mid, &label)?;
-    }
+    rate_rows(&mut out, bars, &axis, (first_row, ROW, BAR), x0, &palette)?;
     empty_note(&mut out, bars.is_empty(), x0, first_row + ROW / 2.0)?;
 
     // CPU per response.
@@ -159,6 +127,98 @@ fn render_workload(workload: &str, bars: &[Bar]) -> Result<String, fmt::Error> {
     empty_note(&mut out, bars.is_empty(), x0, first_row + ROW / 2.0)?;
     out.push_str("</svg>\n");
     Ok(out)
+}
+
+fn render_capacity(workload: &str, objective: &str, bars: &[Bar]) -> Result<String, fmt::Error> {
+    const ROW: f64 = 26.0;
+    const BAR: f64 = 16.0;
+    let x0 = label_column(bars);
+    let x1 = WIDTH - 110.0;
+    let rows = bars.len().max(1) as f64;
+    let top = 64.0;
+    let height = top + 28.0 + rows * ROW + 30.0 + 8.0;
+    let palette = colors(bars.iter().map(|b| b.runtime.as_str()));
+    let mut out = String::with_capacity(2048 + bars.len() * 768);
+    let title = format!("{workload}: capacity at {objective}");
+    let subtitle = "highest open-loop rate whose p99 met the objective; median of searches, whiskers min–max";
+    open_chart(&mut out, height, &title, workload, subtitle)?;
+    let axis = rate_axis(bars, x0, x1);
+    let heading = format!("Capacity at {objective} (req/s, higher is better)");
+    let first_row = panel_frame(&mut out, top, &heading, &axis, rows * ROW)?;
+    rate_rows(&mut out, bars, &axis, (first_row, ROW, BAR), x0, &palette)?;
+    empty_note(&mut out, bars.is_empty(), x0, first_row + ROW / 2.0)?;
+    out.push_str("</svg>\n");
+    Ok(out)
+}
+
+/// Where the bars start: right of the longest runtime label.
+fn label_column(bars: &[Bar]) -> f64 {
+    let longest = bars.iter().map(|b| b.runtime.chars().count()).max().unwrap_or(0) as f64;
+    (longest * CHAR_W + 24.0).clamp(90.0, 220.0)
+}
+
+/// The document, its tooltip title, and the workload's name over a grey subtitle.
+fn open_chart(out: &mut String, height: f64, title: &str, workload: &str, subtitle: &str) -> fmt::Result {
+    open_svg(out, height, title)?;
+    writeln!(out, r#"<text x="16" y="28" font-size="18" font-weight="bold">{}</text>"#, esc(workload))?;
+    writeln!(out, r##"<text x="16" y="48" font-size="12" fill="#555">{}</text>"##, esc(subtitle))
+}
+
+/// A req/s axis reaching every bar and whisker.
+fn rate_axis(bars: &[Bar], x0: f64, x1: f64) -> Axis {
+    let max = bars
+        .iter()
+        .flat_map(|b| [b.req_per_s, b.req_per_s_max, b.req_per_s_min])
+        .filter_map(measured)
+        .fold(0.0, f64::max);
+    Axis::new(max, x0, x1)
+}
+
+/// A req/s panel's rows: per runtime a bar to its median, a min–max whisker, the value beside it ("≥" before
+/// a lower bound). `rows` is (first row's y, row height, bar height).
+fn rate_rows(
+    out: &mut String,
+    bars: &[Bar],
+    axis: &Axis,
+    (first_row, row, bar_h): (f64, f64, f64),
+    x0: f64,
+    palette: &[&str],
+) -> fmt::Result {
+    for (i, bar) in bars.iter().enumerate() {
+        let y = first_row + i as f64 * row;
+        let mid = y + row / 2.0;
+        runtime_label(out, x0, mid, &bar.runtime)?;
+        let color = palette[i];
+        let mut label_x = x0 + 6.0;
+        let label = match measured(bar.req_per_s) {
+            Some(v) => {
+                let end = axis.x(v);
+                let tip = format!(
+                    "{}: {} req/s (min {}, max {})",
+                    bar.runtime,
+                    thousands(v),
+                    measured(bar.req_per_s_min).map_or("n/a".to_string(), thousands),
+                    measured(bar.req_per_s_max).map_or("n/a".to_string(), thousands),
+                );
+                bar_rect(out, x0, end, mid - bar_h / 2.0, bar_h, color, &tip)?;
+                label_x = end + 6.0;
+                if bar.lower_bound { format!("≥ {}", thousands(v)) } else { thousands(v) }
+            }
+            None => "n/a".to_string(),
+        };
+        if let (Some(lo), Some(hi)) = (measured(bar.req_per_s_min), measured(bar.req_per_s_max)) {
+            let (lo, hi) = (axis.x(lo.min(hi)), axis.x(lo.max(hi)));
+            let (top, bottom) = (mid - 5.0, mid + 5.0);
+            write!(
+                out,
+                r#"<path d="M{lo:.1} {mid:.1}H{hi:.1}M{lo:.1} {top:.1}V{bottom:.1}M{hi:.1} {top:.1}V{bottom:.1}""#
+            )?;
+            writeln!(out, r##" stroke="#222" stroke-width="1.5" fill="none"/>"##)?;
+            label_x = label_x.max(hi + 6.0);
+        }
+        value_label(out, label_x, mid, &label)?;
+    }
+    Ok(())
 }
 
 fn render_ladder(steps: &[String], points: &[LadderPoint]) -> Result<String, fmt::Error> {
@@ -678,6 +738,7 @@ mod tests {
 
     fn bar(runtime: &str, rps: f64, cpu: Option<f64>) -> Bar {
         Bar {
+            lower_bound: false,
             runtime: runtime.into(),
             req_per_s: rps,
             req_per_s_min: rps * 0.9,
@@ -721,6 +782,17 @@ mod tests {
     }
 
     #[test]
+    fn capacity_chart_marks_lower_bounds() {
+        let mut loader_bound = bar("floor", 250_000.0, None);
+        loader_bound.lower_bound = true;
+        let svg = capacity_svg("hello-bare", "p99 ≤ 10 ms", &[bar("rust", 182_345.0, None), loader_bound]);
+        well_formed(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+        assert!(svg.contains("Capacity at p99 ≤ 10 ms (req/s, higher is better)"), "{svg}");
+        assert!(svg.contains(">182,345</text>") && svg.contains(">≥ 250,000</text>"), "{svg}");
+        assert!(!svg.contains("CPU"), "no CPU panel: {svg}");
+    }
+
+    #[test]
     fn single_zero_and_nan_bars_do_not_panic() {
         for bars in [
             vec![bar("only", 1234.0, Some(7.0))],
@@ -732,16 +804,18 @@ mod tests {
                     req_per_s_min: f64::NAN,
                     req_per_s_max: f64::INFINITY,
                     cpu_us_per_resp: Some(f64::NAN),
+                    lower_bound: true,
                 },
                 bar("neg", -5.0, Some(-1.0)),
             ],
             Vec::new(),
         ] {
-            let svg = workload_svg("edge", &bars);
-            well_formed(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
-            assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
-            for b in &bars {
-                assert!(svg.contains(&format!(">{}</text>", b.runtime)));
+            for svg in [workload_svg("edge", &bars), capacity_svg("edge", "p99 ≤ 10 ms", &bars)] {
+                well_formed(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+                assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+                for b in &bars {
+                    assert!(svg.contains(&format!(">{}</text>", b.runtime)));
+                }
             }
         }
     }

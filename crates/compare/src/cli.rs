@@ -96,6 +96,14 @@ pub struct RunArgs {
     /// The soak's fixed rate, req/s: low enough for every runtime (a soak looks for growth, not capacity).
     #[arg(long, env = "COMPARE_SOAK_RATE", default_value_t = 1000.0, display_order = 23)]
     pub soak_rate: f64,
+    /// After the rounds, search each runtime's capacity at this p99 objective (e.g. 10ms): the highest
+    /// open-loop rate whose p99 stays within it (`loadgen capacity`), a column and a chart per workload.
+    /// Steps are --duration long (at most 5s) after a --warmup (at most 1s) of their own.
+    #[arg(long, env = "COMPARE_CAPACITY", value_name = "P99", display_order = 24)]
+    pub capacity: Option<String>,
+    /// Capacity searches per runtime and workload, interleaved like the rounds.
+    #[arg(long, env = "COMPARE_CAPACITY_RUNS", default_value_t = 1, display_order = 25)]
+    pub capacity_runs: u32,
 }
 
 /// `--soak`: how long, how often sampled, at what rate.
@@ -105,6 +113,23 @@ pub struct Soak {
     pub interval: Duration,
     pub rate: f64,
 }
+
+/// `--capacity`: the objective and how each search steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CapacitySearch {
+    /// p99 at most this, latency from each request's intended send time.
+    pub p99: Duration,
+    /// Searches per runtime and workload.
+    pub runs: u32,
+    /// Each step's measured window, and the warmup before it.
+    pub step: Duration,
+    pub warmup: Duration,
+}
+
+/// The longest capacity step: a search runs a dozen of them, so the comparison's 20 s runs would make one
+/// search take five minutes; 5 s steps after 1 s warmups are loadgen's own defaults.
+const CAPACITY_STEP_MAX: Duration = Duration::from_secs(5);
+const CAPACITY_WARMUP_MAX: Duration = Duration::from_secs(1);
 
 /// Everything a comparison needs, resolved.
 #[derive(Debug, Clone)]
@@ -132,6 +157,8 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Soak mode (`--soak`): checks, then one soak per runtime and workload instead of the comparison.
     pub soak: Option<Soak>,
+    /// `--capacity`: a capacity search per runtime and workload after the rounds.
+    pub capacity: Option<CapacitySearch>,
     /// compare's argv, recorded in every record.
     pub command: Vec<String>,
 }
@@ -209,6 +236,21 @@ impl RunArgs {
                 Some(Soak { duration, interval, rate: self.soak_rate })
             }
         };
+        let capacity = match &self.capacity {
+            None => None,
+            Some(_) if soak.is_some() => bail!("--capacity and --soak exclude each other: a soak runs no rounds"),
+            Some(raw) => {
+                let p99 = parse_dur("capacity", raw)?;
+                if p99 < Duration::from_micros(100) {
+                    bail!("--capacity is a p99 objective of at least 100us, e.g. 10ms");
+                }
+                if self.capacity_runs == 0 {
+                    bail!("--capacity-runs must be at least 1");
+                }
+                let (step, warmup) = (duration.min(CAPACITY_STEP_MAX), warmup.min(CAPACITY_WARMUP_MAX));
+                Some(CapacitySearch { p99, runs: self.capacity_runs, step, warmup })
+            }
+        };
         let rows = self.rows.unwrap_or(if q { 20_000 } else { 100_000 });
         if rows < 100 {
             bail!("--rows must be at least 100");
@@ -234,6 +276,7 @@ impl RunArgs {
             seed_notes: self.seed_notes,
             request_timeout,
             soak,
+            capacity,
             command,
         })
     }
@@ -291,6 +334,23 @@ mod tests {
             c.soak,
             Some(Soak { duration: Duration::from_secs(3600), interval: Duration::from_secs(5), rate: 1000.0 })
         );
+    }
+
+    #[test]
+    fn capacity() {
+        assert_eq!(parse(&[]).expect("defaults").capacity, None);
+        let c = parse(&["--capacity", "10ms"]).expect("capacity");
+        let five = Duration::from_secs(5);
+        let expected =
+            CapacitySearch { p99: Duration::from_millis(10), runs: 1, step: five, warmup: Duration::from_secs(1) };
+        assert_eq!(c.capacity, Some(expected));
+        let q = parse(&["--quick", "--capacity", "50ms", "--capacity-runs", "3"]).expect("quick capacity");
+        let q = q.capacity.expect("a search");
+        assert_eq!((q.runs, q.step, q.warmup), (3, Duration::from_secs(2), Duration::from_secs(1)));
+        assert!(parse(&["--capacity", "soon"]).is_err());
+        assert!(parse(&["--capacity", "0"]).is_err());
+        assert!(parse(&["--capacity", "10ms", "--capacity-runs", "0"]).is_err());
+        assert!(parse(&["--capacity", "10ms", "--soak", "1h"]).is_err());
     }
 
     #[test]

@@ -14,8 +14,10 @@
 //! ```
 
 pub mod agreement;
+pub mod bench;
 pub mod calibrate;
 pub mod calibration;
+pub mod capacity;
 pub mod cells;
 pub mod charts;
 pub mod cli;
@@ -25,6 +27,7 @@ pub mod format;
 pub mod html;
 pub mod http;
 pub mod images;
+pub mod loader;
 pub mod measure;
 pub mod process;
 pub mod procfs;

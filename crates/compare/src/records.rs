@@ -27,6 +27,8 @@ pub enum Kind {
     Open,
     /// One sample of a soak (`--soak`): a window of fixed-rate load on one long-lived server, RSS after it.
     Soak,
+    /// One capacity search (`--capacity`): the highest open-loop rate that met the p99 objective.
+    Capacity,
 }
 
 impl Kind {
@@ -37,6 +39,7 @@ impl Kind {
             Kind::Closed => "closed",
             Kind::Open => "open",
             Kind::Soak => "soak",
+            Kind::Capacity => "capacity",
         }
     }
 }
@@ -70,6 +73,31 @@ pub struct LatencyUs {
     pub p99: u64,
     pub p999: u64,
     pub max: u64,
+}
+
+/// What one capacity search found (`loadgen capacity`, its every step in `steps_file`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityFound {
+    /// The objective: p99 (from each request's intended send time) at most this, µs.
+    pub objective_p99_us: u64,
+    /// The search's first rate, req/s.
+    pub start_rps: f64,
+    /// The highest rate that met the objective; None when not even the lowest tried did.
+    pub rps: Option<f64>,
+    /// That step's achieved rate and p99.
+    pub achieved_rps: Option<f64>,
+    pub p99_us: Option<u64>,
+    /// Steps run, retries included.
+    pub steps: u32,
+    /// Each step's measured window and warmup, seconds.
+    pub step_s: f64,
+    pub warmup_s: f64,
+    /// The search stopped where the loader ran out of CPU: `rps` is a lower bound, not the server's capacity.
+    pub loader_bound: bool,
+    /// The search still passed at loadgen's ceiling (`--max`): `rps` is a lower bound.
+    pub reached_max: bool,
+    /// loadgen's own result with every step, relative to the JSONL's directory.
+    pub steps_file: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,6 +146,9 @@ pub struct Record {
     /// records written before soaks existed.
     #[serde(default)]
     pub elapsed_s: Option<f64>,
+    /// Capacity searches: what the search found. Absent in records written before searches existed.
+    #[serde(default)]
+    pub capacity: Option<CapacityFound>,
     pub void: bool,
     pub void_reason: Option<String>,
 }
@@ -164,6 +195,7 @@ impl Record {
             rss_after_kib: None,
             startup_ms: None,
             elapsed_s: None,
+            capacity: None,
             void: false,
             void_reason: None,
         }

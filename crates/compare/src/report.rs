@@ -3,7 +3,6 @@
 //! are medians of per-round ratios (both runs in the same interleaved round), which travel across machines
 //! better than absolute figures.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -14,7 +13,7 @@ use std::process::ExitCode;
 use crate::charts;
 use crate::format::{num, shell_join};
 use crate::records::{Kind, Record, ordered};
-use crate::stats::{Spread, spread};
+use crate::stats::{Spread, per_round_ratio, spread};
 use crate::workloads;
 
 /// One runtime in one workload, summarized.
@@ -102,32 +101,6 @@ pub fn summarize(records: &[Record], workload: &str) -> Vec<CellSummary> {
         .collect()
 }
 
-/// Median over rounds of `metric(num) / metric(den)`, from valid closed runs in the same round.
-pub fn per_round_ratio(
-    records: &[Record],
-    workload: &str,
-    num: &str,
-    den: &str,
-    metric: fn(&Record) -> Option<f64>,
-) -> Option<Spread> {
-    // (run, round) → (numerator's value, denominator's value).
-    type Pair = (Option<f64>, Option<f64>);
-    let mut by_round: BTreeMap<(&str, u32), Pair> = BTreeMap::new();
-    for r in records.iter().filter(|r| r.workload == workload && r.kind == Kind::Closed && !r.void) {
-        let slot = by_round.entry((r.run_id.as_str(), r.round)).or_default();
-        if r.runtime == num {
-            slot.0 = metric(r);
-        }
-        if r.runtime == den {
-            slot.1 = metric(r);
-        }
-    }
-    spread(by_round.values().filter_map(|(a, b)| match (a, b) {
-        (Some(a), Some(b)) if *b > 0.0 => Some(a / b),
-        _ => None,
-    }))
-}
-
 fn rps(r: &Record) -> Option<f64> {
     r.req_per_s
 }
@@ -167,6 +140,7 @@ pub fn bars(summary: &[CellSummary]) -> Vec<charts::Bar> {
                 req_per_s_min: r.min,
                 req_per_s_max: r.max,
                 cpu_us_per_resp: c.cpu_us_per_resp.map(|s| s.median),
+                lower_bound: false,
             })
         })
         .collect()
@@ -255,7 +229,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
                 if c.runtime == den || !has(den) || c.req_per_s.is_none() {
                     return "—".to_string();
                 }
-                fmt_median(per_round_ratio(records, w, &c.runtime, den, metric), 2, 1.0)
+                fmt_median(per_round_ratio(records, w, Kind::Closed, &c.runtime, den, metric), 2, 1.0)
             };
             let mut rps_text = fmt_spread(c.req_per_s, 0, 1.0);
             if c.loader_bound {
@@ -306,6 +280,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
                 );
             }
         }
+        crate::capacity::table(&mut out, records, w, md_path);
         let voids: Vec<&Record> =
             records.iter().filter(|r| &r.workload == w && r.void && r.kind != Kind::Check).collect();
         if !voids.is_empty() {
@@ -403,8 +378,8 @@ fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>) 
         for rt in &others {
             row.push_str(&format!(
                 " {} | {} |",
-                fmt_median(per_round_ratio(records, rung, "rust", rt, rps), 2, 1.0),
-                fmt_median(per_round_ratio(records, rung, rt, "rust", cpu), 2, 1.0)
+                fmt_median(per_round_ratio(records, rung, Kind::Closed, "rust", rt, rps), 2, 1.0),
+                fmt_median(per_round_ratio(records, rung, Kind::Closed, rt, "rust", cpu), 2, 1.0)
             ));
         }
         let _ = writeln!(out, "{row}");
@@ -483,6 +458,9 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
             continue;
         }
         chart(charts::svg_path(md, &w), charts::workload_svg(&w, &bars))?;
+    }
+    for (path, svg) in crate::capacity::charts(records, md) {
+        chart(path, svg)?;
     }
     for w in crate::soak::workloads(records) {
         let (rss, p99) = crate::soak::charts(records, &w);

@@ -9,7 +9,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-use crate::cells::{self, Bench, Reference, RunInput};
+use crate::bench::Bench;
+use crate::cells::{self, Reference, RunInput};
 use crate::cli::{Config, RunArgs};
 use crate::deps::{self, Deps, DepsOptions};
 use crate::format::num;
@@ -150,6 +151,16 @@ fn estimates(cfg: &Config) -> (f64, f64, f64) {
     (3.0, 0.5, run)
 }
 
+/// Capacity searches per cell, and the seconds each is expected to take: about a dozen steps (three
+/// doublings from an eighth of the closed-loop rate, then bisection to 5%, a retry or two), plus the
+/// server's start and warmup.
+fn capacity_estimate(cfg: &Config) -> (usize, f64) {
+    cfg.capacity.map_or((0, 0.0), |c| {
+        let step = c.step.as_secs_f64() + c.warmup.as_secs_f64() + 0.5;
+        (c.runs as usize, 12.0 * step + cfg.warmup.as_secs_f64() + 2.0)
+    })
+}
+
 /// Measured kinds per round: closed, and open unless `--tail-rate 0`.
 fn kinds(cfg: &Config) -> usize {
     if cfg.tail_rate == Some(0.0) { 1 } else { 2 }
@@ -236,10 +247,12 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
             seconds += n as f64 * (check_s + cfg.warmup.as_secs_f64() + soak.duration.as_secs_f64());
             continue;
         }
-        steps += n + n * cfg.startup_runs as usize + n * cfg.runs as usize * kinds(cfg);
+        let (searches, search_s) = capacity_estimate(cfg);
+        steps += n + n * cfg.startup_runs as usize + n * cfg.runs as usize * kinds(cfg) + n * searches;
         seconds += n as f64 * check_s
             + (n * cfg.startup_runs as usize) as f64 * startup_s
-            + (n * cfg.runs as usize * kinds(cfg)) as f64 * run_s;
+            + (n * cfg.runs as usize * kinds(cfg)) as f64 * run_s
+            + (n * searches) as f64 * search_s;
     }
     let mut progress = Progress::new(steps, seconds);
 
@@ -449,7 +462,66 @@ fn run_workload(
             }
         }
     }
+    if let Some(search) = cfg.capacity {
+        capacity_rounds(wr, &search, &valid, sink, progress, &mut out)?;
+    }
     Ok(out)
+}
+
+/// Where a runtime's capacity search starts: an eighth of its median closed-loop req/s (three doublings to
+/// pass it, then bisection), to two significant digits; loadgen's own 1000 without a valid closed run.
+fn capacity_start(out: &[Record], rt: Runtime) -> f64 {
+    let closed = out.iter().filter(|r| r.runtime == rt.name() && r.kind == Kind::Closed && !r.void);
+    match crate::stats::median(closed.filter_map(|r| r.req_per_s)) {
+        Some(rps) if rps >= 8.0 => {
+            let eighth = rps / 8.0;
+            let unit = 10f64.powf(eighth.log10().floor() - 1.0);
+            (eighth / unit).round() * unit
+        }
+        Some(_) => 1.0,
+        None => 1000.0,
+    }
+}
+
+/// `--capacity`: `runs` searches per valid runtime, one fresh server each, the order rotated per round,
+/// every record appended as found; loadgen's own result (every step) kept beside the records.
+fn capacity_rounds(
+    wr: &WorkloadRun<'_>,
+    search: &crate::cli::CapacitySearch,
+    valid: &[Runtime],
+    sink: &mut Sink,
+    progress: &mut Progress,
+    out: &mut Vec<Record>,
+) -> anyhow::Result<()> {
+    let name = wr.workload().name;
+    let (_, search_s) = capacity_estimate(wr.cfg);
+    progress.line(&format!(
+        "{name}: capacity at {} ({} s steps after {} s warmups)",
+        crate::capacity::objective_label(search.p99.as_micros() as u64),
+        num(search.step.as_secs_f64(), 1),
+        num(search.warmup.as_secs_f64(), 1)
+    ));
+    let jsonl = sink.path().to_path_buf();
+    for round in 1..=search.runs {
+        for rt in rotated(valid, round as usize - 1) {
+            check_interrupted()?;
+            progress.begin(&format!("{name} {} capacity search {round}/{}", rt.name(), search.runs));
+            let mut rec = wr.record(rt, Kind::Capacity, round);
+            let spec = wr.spec(rt, Purpose::Run)?;
+            let tag = format!("{name}-{}-capacity-r{round}", rt.name());
+            let input = wr.run_input(&spec, None, &tag);
+            let json = crate::loader::capacity_file(&jsonl, &tag);
+            let dir = jsonl.parent().unwrap_or(std::path::Path::new(""));
+            let steps_file = json.strip_prefix(dir).unwrap_or(&json).to_string_lossy().into_owned();
+            let start = capacity_start(out, rt);
+            cells::capacity(wr.bench, &input, search, start, &json, steps_file, &mut rec);
+            check_interrupted()?;
+            progress.end(search_s, &crate::capacity::summary_line(&rec));
+            sink.append(&rec)?;
+            out.push(rec);
+        }
+    }
+    Ok(())
 }
 
 /// Checks, rust first (its answers are the reference), the floor last (it serves the reference's answer); each
@@ -521,9 +593,12 @@ fn check_cells(
         check_interrupted()?;
         if rec.void {
             progress.end(check_s, &format!("VOID: {}", rec.void_reason.as_deref().unwrap_or("")));
+            let (searches, search_s) = capacity_estimate(cfg);
             progress.skip(
-                cfg.startup_runs as usize + cfg.runs as usize * kinds(cfg),
-                cfg.startup_runs as f64 * startup_s + (cfg.runs as usize * kinds(cfg)) as f64 * run_s,
+                cfg.startup_runs as usize + cfg.runs as usize * kinds(cfg) + searches,
+                cfg.startup_runs as f64 * startup_s
+                    + (cfg.runs as usize * kinds(cfg)) as f64 * run_s
+                    + searches as f64 * search_s,
             );
         } else {
             progress.end(check_s, &format!("answers agree; first 200 after {:.1} ms", rec.startup_ms.unwrap_or(0.0)));
@@ -654,6 +729,25 @@ fn run_summary(rec: &Record) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capacity_starts_at_an_eighth_of_the_closed_rate() {
+        let meta = RunMeta {
+            run_id: "r".into(),
+            command: vec!["compare".into()],
+            machine: records::machine_info(),
+            layout: records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+        };
+        let closed = |rps: f64, void: bool| {
+            let mut r = Record::new(&meta, "hello-bare", "rust", None, Kind::Closed, 1);
+            (r.req_per_s, r.void) = (Some(rps), void);
+            r
+        };
+        let out = [closed(100_000.0, false), closed(123_456.0, false), closed(110_000.0, false), closed(1.0, true)];
+        assert_eq!(capacity_start(&out, Runtime::Rust), 14_000.0, "110000 / 8 = 13750, two digits");
+        assert_eq!(capacity_start(&out, Runtime::Bun), 1000.0, "no closed run: loadgen's default");
+        assert_eq!(capacity_start(&[closed(4.0, false)], Runtime::Rust), 1.0);
+    }
 
     #[test]
     fn rotation() {

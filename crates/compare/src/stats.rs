@@ -1,5 +1,10 @@
-//! The statistics every report uses: the median of some runs' values, and their spread (median, min, max).
-//! Non-finite values (a run that measured nothing) are left out, so one bad run cannot poison a figure.
+//! The statistics every report uses: the median of some runs' values, their spread (median, min, max), and
+//! the median of per-round ratios between two runtimes. Non-finite values (a run that measured nothing) are
+//! left out, so one bad run cannot poison a figure.
+
+use std::collections::BTreeMap;
+
+use crate::records::{Kind, Record};
 
 /// Median, min and max of some runs' values.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,6 +39,34 @@ pub fn spread(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
 pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
     let v = sorted(values);
     (!v.is_empty()).then(|| middle(&v))
+}
+
+/// Median over rounds of `metric(num) / metric(den)`, from valid `kind` records of the same round of the
+/// same run: both measured in one interleaved round, so drift between rounds cancels.
+pub fn per_round_ratio(
+    records: &[Record],
+    workload: &str,
+    kind: Kind,
+    num: &str,
+    den: &str,
+    metric: fn(&Record) -> Option<f64>,
+) -> Option<Spread> {
+    // (run, round) → (numerator's value, denominator's value).
+    type Pair = (Option<f64>, Option<f64>);
+    let mut by_round: BTreeMap<(&str, u32), Pair> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.workload == workload && r.kind == kind && !r.void) {
+        let slot = by_round.entry((r.run_id.as_str(), r.round)).or_default();
+        if r.runtime == num {
+            slot.0 = metric(r);
+        }
+        if r.runtime == den {
+            slot.1 = metric(r);
+        }
+    }
+    spread(by_round.values().filter_map(|(a, b)| match (a, b) {
+        (Some(a), Some(b)) if *b > 0.0 => Some(a / b),
+        _ => None,
+    }))
 }
 
 #[cfg(test)]

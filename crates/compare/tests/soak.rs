@@ -1,58 +1,25 @@
 //! `--soak`: a leaking server must be flagged and a sound one must not. The leaky server is a real HTTP server
-//! (Python's standard library, keep-alive) that answers hello-bare exactly like flight-rs but keeps 64 KiB
-//! for every request it serves; rust (flight-rs) is soaked beside it under the same fixed rate. Both go
-//! through compare's check first, so the leak is the only difference between them.
+//! (common's Python hello server) that answers hello-bare exactly like flight-rs but keeps 64 KiB for every
+//! request it serves (at 200 req/s about 12 MiB a second, far above the detector's thresholds); rust
+//! (flight-rs) is soaked beside it under the same fixed rate. Both go through compare's check first, so
+//! the leak is the only difference between them.
 
 mod common;
 
 use compare::records::{self, Kind};
 use compare::soak::{self, Verdict};
 
-/// 64 KiB retained per request: at 200 req/s about 12 MiB a second, far above the detector's thresholds.
-const LEAKY_SERVER: &str = r#"
-import http.server, os, socketserver
-
-BODY = b'{"message":"Hello from Flight!"}'
-kept = []
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self):
-        if self.path != "/api/hello":
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        kept.append(b"x" * 65536)  # the leak: never released
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(BODY)))
-        self.end_headers()
-        self.wfile.write(BODY)
-
-    def log_message(self, *args):
-        pass
-
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-Server(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forever()
-"#;
-
 #[test]
 fn soak_flags_a_leaking_server_and_not_a_sound_one() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let script = dir.path().join("leaky.py");
-    std::fs::write(&script, LEAKY_SERVER).expect("write the leaky server");
+    let leaky = common::hello_server_target(dir.path(), "leaky", &[("KEEP_BYTES", "65536")]);
     let out = dir.path().join("out");
     let (server, loader) = common::cores();
     let run = common::compare_into(&common::bin_dir(), &out)
         .args(["--workloads", "hello-bare", "--runtimes", "rust", "--connections", "4", "--warmup", "1s"])
         .args(["--soak", "12s", "--soak-interval", "1s", "--soak-rate", "200"])
         .args(["--server-cores", &server, "--loader-cores", &loader])
-        .args(["--target", &format!("leaky=cmd:exec python3 '{}'", script.display())])
+        .args(["--target", &leaky])
         .output()
         .expect("run compare");
     let stderr = String::from_utf8_lossy(&run.stderr);

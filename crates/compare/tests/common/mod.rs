@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use compare::cells::Bench;
+use compare::bench::Bench;
 use serde_json::Value;
 
 pub const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schemas/compare/record.schema.json");
@@ -89,4 +89,59 @@ pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect()
+}
+
+/// A real HTTP/1.1 server (Python's standard library, keep-alive, a thread per connection) that answers
+/// hello-bare exactly as flight-rs does, so it passes compare's check. Two knobs, as environment variables:
+/// `KEEP_BYTES` retains that many bytes per request served (a leak), and `SERVICE_MS` serves requests one at
+/// a time, each holding a lock for that long, so its capacity is known by construction (1000 / SERVICE_MS
+/// req/s).
+const HELLO_SERVER: &str = r#"
+import http.server, os, socketserver, threading, time
+
+BODY = b'{"message":"Hello from Flight!"}'
+KEEP = int(os.environ.get("KEEP_BYTES", "0"))
+SERVICE_S = float(os.environ.get("SERVICE_MS", "0")) / 1000.0
+kept = []
+one_at_a_time = threading.Lock()
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: with Nagle on, the body waits for the client's delayed ACK
+    # (40 ms), which would be the server's capacity, not SERVICE_MS.
+    disable_nagle_algorithm = True
+
+    def do_GET(self):
+        if self.path != "/api/hello":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if KEEP:
+            kept.append(b"x" * KEEP)  # the leak: never released
+        if SERVICE_S:
+            with one_at_a_time:
+                time.sleep(SERVICE_S)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(BODY)))
+        self.end_headers()
+        self.wfile.write(BODY)
+
+    def log_message(self, *args):
+        pass
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+Server(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forever()
+"#;
+
+/// `--target NAME=cmd:…` for common's Python hello server, its script written into `dir`, `env` its knobs.
+pub fn hello_server_target(dir: &Path, name: &str, env: &[(&str, &str)]) -> String {
+    let script = dir.join(format!("{name}.py"));
+    std::fs::write(&script, HELLO_SERVER).expect("write the Python hello server");
+    let vars: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{name}=cmd:exec env {} python3 '{}'", vars.join(" "), script.display())
 }
