@@ -93,6 +93,22 @@ fn the_search_lands_below_a_known_capacity_and_close_to_it() {
     assert!(errors.is_empty(), "the result does not match the schema:\n{}", errors.join("\n"));
 }
 
+/// Far above a server's capacity every connection is busy and the sends that come due can only be counted
+/// missed: the loader must not wake for each of them (at 200k req/s asked, one every 5 µs), or it burns
+/// its core on the server's behalf and a capacity search calls the step loader-bound instead of failed.
+#[test]
+fn an_overloaded_server_is_its_own_limit_not_the_loaders() {
+    let server = serial_server();
+    let url = server.url("/");
+    let ran = run(&["-R", "200000", "-c", "8", "-t", "1", "-d", "1s", "--warmup", "200ms", "--timeout", "5s", &url]);
+    let report = ran.report;
+    let open = report.open_loop.as_ref().expect("open-loop figures");
+    assert!(open.missed_sends > 100_000, "the schedule ran far ahead of the server: {open:?}");
+    assert!(report.responses < 2_000, "the server serves at most 1000 req/s: {}", report.responses);
+    let busy: Vec<f64> = report.cpu.threads.iter().map(|t| t.busy_pct).collect();
+    assert!(!report.cpu.saturated, "the loader called itself saturated waiting on a slow server: {busy:?}");
+}
+
 #[test]
 fn the_binary_prints_the_summary_last_and_writes_the_json() {
     let server = Server::routes();
