@@ -455,9 +455,11 @@ fn run_workload(
             progress.line(&format!("{name}: open loop at {rate:.0} req/s"));
             run_rounds(wr, Kind::Open, Some(rate), &valid, sink, progress, &mut out)?;
         }
+        // `--tail-rate 0`: the open rounds were never counted (`kinds`), so there is nothing to skip.
+        None if cfg.tail_rate == Some(0.0) => {}
         None => {
             progress.skip(valid.len() * cfg.runs as usize, (valid.len() * cfg.runs as usize) as f64 * run_s);
-            if cfg.tail_rate != Some(0.0) && !valid.is_empty() {
+            if !valid.is_empty() {
                 progress.line(&format!("{name}: no valid closed-loop run to set the open-loop rate; tails skipped"));
             }
         }
