@@ -163,7 +163,12 @@ fn quick_calibration_on_the_floor_and_node() {
             .any(|w| md.contains(&format!("- {server}: **{w}**")));
         assert!(said, "no verdict for {server}:\n{md}");
     }
-    assert_eq!(run.status.code() == Some(0), md.contains("- node: **agree**"), "{md}");
+    // 0 exactly when no judged server disagrees or is inconclusive (a loader-bound one is not judged). The
+    // floor is usually loader-bound here, but with its core fully busy it is judged too.
+    let unsettled = ["floor", "node"]
+        .iter()
+        .any(|s| md.contains(&format!("- {s}: **disagree**")) || md.contains(&format!("- {s}: **inconclusive**")));
+    assert_eq!(run.status.code() == Some(0), !unsettled, "{md}");
     // Every loader's own CPU was read at its exit, so every efficiency cell has a figure.
     let efficiency = md.split("## Loader efficiency").nth(1).expect("efficiency section");
     for server in ["floor", "node"] {
