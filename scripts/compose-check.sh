@@ -9,7 +9,7 @@
 #   KEEP_UP=1 bash scripts/compose-check.sh          # leaves the stack, the engine and the health checks running
 #   bash scripts/compose-check.sh down               # removes a kept stack (and its volumes), stops the engine
 #
-# Steps: install podman, runc, netavark, aardvark-dns, catatonit, docker-compose and mmdebstrap when missing
+# Steps: install podman, runc, netavark, aardvark-dns, iptables, catatonit, docker-compose and mmdebstrap when missing
 # (apt, as root); build the stand-ins that are missing or out of date; build the five images; `up -d`; wait for
 # every health check; smoke checks of flight-rs, scribe-rs and metadata-rs; the bench profile's loadgen run
 # end to end (shortened by deploy/podman/check.override.yml); a PostgreSQL outage with writes in flight (503 +
@@ -65,6 +65,10 @@ install_tools() {
   # The network backend deploy/podman/containers.conf names, and its DNS server for service names.
   [ -x /usr/lib/podman/netavark ] || missing+=(netavark)
   [ -x /usr/lib/podman/aardvark-dns ] || missing+=(aardvark-dns)
+  # netavark 1.4 (Debian 12) sets up the bridge's NAT and published ports by running iptables, which its
+  # package does not depend on: without it every container start fails with "netavark: No such file or
+  # directory (os error 2)".
+  command -v iptables >/dev/null || [ -x /usr/sbin/iptables ] || missing+=(iptables)
   # compose's `init: true` (the loadgen service) is podman's --init, which runs catatonit.
   [ -x /usr/libexec/podman/catatonit ] || [ -x /usr/bin/catatonit ] || missing+=(catatonit)
   [ ${#missing[@]} -eq 0 ] && return
