@@ -430,6 +430,10 @@ check_bench() {
     if [ "$rows" -ge 10 ]; then pass "bench profile: loadgen loaded all 10 servers without an error"
     else fail "bench profile: loadgen" "$rows of 10 rows ok: $(tail -n12 <<<"$out" | tr '\n' ' ')"; fi
   else
+    # The whole table and every line that names a failure, so the failing row is in the log: the reports
+    # volume is gone after `down -v`.
+    echo "$out" | sed -n '/^workload /,$p'
+    grep -i -E 'fail|error|timeout|void|mismatch' <<<"$out" | head -n 20 || true
     fail "bench profile: loadgen" "exit ${code:-none}: $(tail -n5 <<<"$out" | tr '\n' ' ')"
   fi
 }
