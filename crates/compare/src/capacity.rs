@@ -9,7 +9,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use crate::charts::{self, Bar};
-use crate::format::num;
+use crate::format::{fmt_median, fmt_spread, num};
 use crate::records::{Kind, Record, ordered};
 use crate::stats::{Spread, per_round_ratio, spread};
 
@@ -152,11 +152,7 @@ pub fn table(out: &mut String, records: &[Record], workload: &str, md: Option<&P
         for c in &cells {
             let rps = match (c.rps, c.none_met) {
                 (Some(s), _) => {
-                    let figure = if s.n == 1 {
-                        num(s.median, 0)
-                    } else {
-                        format!("{} ({}–{})", num(s.median, 0), num(s.min, 0), num(s.max, 0))
-                    };
+                    let figure = fmt_spread(Some(s), 0, 1.0);
                     if c.lower_bound { format!("≥ {figure} loader-bound") } else { figure }
                 }
                 (None, n) if n > 0 => "none met it".to_string(),
@@ -165,10 +161,9 @@ pub fn table(out: &mut String, records: &[Record], workload: &str, md: Option<&P
             let ratio = if c.runtime == "rust" || !has_rust || c.rps.is_none() {
                 "—".to_string()
             } else {
-                per_round_ratio(records, workload, Kind::Capacity, &c.runtime, "rust", capacity_rps)
-                    .map_or("—".to_string(), |s| num(s.median, 2))
+                fmt_median(per_round_ratio(records, workload, Kind::Capacity, &c.runtime, "rust", capacity_rps), 2, 1.0)
             };
-            let p99 = c.p99_us.map_or("—".to_string(), |s| num(s.median / 1e3, 3));
+            let p99 = fmt_median(c.p99_us, 3, 1e-3);
             let files: Vec<String> = c.steps_files.iter().map(|f| format!("[{}]({f})", file_name(f))).collect();
             let files = if files.is_empty() { "—".to_string() } else { files.join(" ") };
             let _ = writeln!(out, "| {} | {rps} | {p99} | {ratio} | {}/{} | {files} |", c.runtime, c.valid, c.total);

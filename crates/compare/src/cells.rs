@@ -300,6 +300,18 @@ pub struct RunInput<'a> {
 pub fn measure(bench: &Bench, input: &RunInput<'_>, rec: &mut Record) {
     rec.connections = Some(input.load.connections);
     rec.rate = input.rate;
+    on_fresh_server(bench, input, rec, "run", &mut |server, rec| measure_on(bench, input, server, rec));
+}
+
+/// Starts the input's server, runs `work` on it, stops it; a start that fails, an error from `work`, or the
+/// server exiting during `what` voids `rec`.
+fn on_fresh_server(
+    bench: &Bench,
+    input: &RunInput<'_>,
+    rec: &mut Record,
+    what: &str,
+    work: &mut dyn FnMut(&mut Server, &mut Record) -> anyhow::Result<()>,
+) {
     let (mut server, _) = match start_ready(input.spec, bench, input.ready_path) {
         Ok(s) => s,
         Err(e) => {
@@ -307,11 +319,11 @@ pub fn measure(bench: &Bench, input: &RunInput<'_>, rec: &mut Record) {
             return;
         }
     };
-    if let Err(e) = measure_on(bench, input, &mut server, rec) {
+    if let Err(e) = work(&mut server, rec) {
         rec.void_because(format!("{e:#}"));
     }
     if let Some(status) = server.exited() {
-        rec.void_because(format!("server exited ({status}) during the run{}", server.log_tail(12)));
+        rec.void_because(format!("server exited ({status}) during the {what}{}", server.log_tail(12)));
     }
     server.stop();
 }
@@ -407,15 +419,8 @@ pub fn capacity(
     rec: &mut Record,
 ) {
     rec.connections = Some(input.load.connections);
-    let (mut server, _) = match start_ready(input.spec, bench, input.ready_path) {
-        Ok(s) => s,
-        Err(e) => {
-            rec.void_because(format!("did not start: {e:#}"));
-            return;
-        }
-    };
-    let searched = prepare(bench, input, &mut server, rec).and_then(|ready| {
-        if !ready {
+    on_fresh_server(bench, input, rec, "search", &mut |server, rec| {
+        if !prepare(bench, input, server, rec)? {
             return Ok(());
         }
         if let Some(dir) = json.parent() {
@@ -450,17 +455,10 @@ pub fn capacity(
             warmup_s: found.warmup_s,
             loader_bound: found.loader_bound,
             reached_max: found.reached_max,
-            steps_file,
+            steps_file: steps_file.clone(),
         });
         Ok(())
     });
-    if let Err(e) = searched {
-        rec.void_because(format!("{e:#}"));
-    }
-    if let Some(status) = server.exited() {
-        rec.void_because(format!("server exited ({status}) during the search{}", server.log_tail(12)));
-    }
-    server.stop();
 }
 
 fn measure_on(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mut Record) -> anyhow::Result<()> {

@@ -1,5 +1,8 @@
-//! Text shared by the Markdown renderers (the comparison, soaks, calibration, images): numbers with
-//! thousands separators, and argv quoted so a recorded command can be pasted back into a shell.
+//! Text shared by the Markdown renderers (the comparison, soaks, capacity, calibration, images): numbers with
+//! thousands separators, spreads as table cells, and argv quoted so a recorded command can be pasted back
+//! into a shell.
+
+use crate::stats::Spread;
 
 /// `1234567.8` → `1,234,568` (digits after the point as asked).
 pub fn num(v: f64, digits: usize) -> String {
@@ -17,6 +20,23 @@ pub fn num(v: f64, digits: usize) -> String {
         Some(f) => format!("{sign}{grouped}.{f}"),
         None => format!("{sign}{grouped}"),
     }
+}
+
+/// A spread for a table cell: the median, then (min–max) when there was more than one value; "—" for none.
+/// `scale` converts units (1e-3 for µs to ms).
+pub fn fmt_spread(s: Option<Spread>, digits: usize, scale: f64) -> String {
+    match s {
+        None => "—".into(),
+        Some(s) if s.n == 1 => num(s.median * scale, digits),
+        Some(s) => {
+            format!("{} ({}–{})", num(s.median * scale, digits), num(s.min * scale, digits), num(s.max * scale, digits))
+        }
+    }
+}
+
+/// The median alone, or "—".
+pub fn fmt_median(s: Option<Spread>, digits: usize, scale: f64) -> String {
+    s.map_or("—".into(), |s| num(s.median * scale, digits))
 }
 
 /// Quotes an argv for a shell, so the command can be pasted back.

@@ -11,7 +11,7 @@ use clap::Args;
 use std::process::ExitCode;
 
 use crate::charts;
-use crate::format::{num, shell_join};
+use crate::format::{fmt_median, fmt_spread, num, shell_join};
 use crate::records::{Kind, Record, ordered};
 use crate::stats::{Spread, per_round_ratio, spread};
 use crate::workloads;
@@ -107,20 +107,6 @@ fn rps(r: &Record) -> Option<f64> {
 
 fn cpu(r: &Record) -> Option<f64> {
     r.server_cpu_us_per_resp
-}
-
-fn fmt_spread(s: Option<Spread>, digits: usize, scale: f64) -> String {
-    match s {
-        None => "—".into(),
-        Some(s) if s.n == 1 => num(s.median * scale, digits),
-        Some(s) => {
-            format!("{} ({}–{})", num(s.median * scale, digits), num(s.min * scale, digits), num(s.max * scale, digits))
-        }
-    }
-}
-
-fn fmt_median(s: Option<Spread>, digits: usize, scale: f64) -> String {
-    s.map_or("—".into(), |s| num(s.median * scale, digits))
 }
 
 /// A reason fit for one table cell.
