@@ -9,9 +9,9 @@ import { BODY_LIMIT, CONTENT_TYPE, PRAGMAS, TOO_LARGE, VIDEO_SQL, configFromEnv,
 // @ts-ignore -- plain ESM module without type declarations
 import { bunProcesses, configOrExit } from "../processes.mjs";
 // @ts-ignore -- plain ESM module without type declarations
+import { bunResponse, bunServe } from "../serving.mjs";
+// @ts-ignore -- plain ESM module without type declarations
 import { prepareReadOnly } from "../sqlite.mjs";
-
-type Answer = { status: number; body: string; headers?: Record<string, string> };
 
 const cfg: ReturnType<typeof configFromEnv> = configOrExit("ladder-bun", configFromEnv);
 // PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
@@ -24,13 +24,6 @@ function openSqlite(path: string) {
 }
 
 const app = createApp(cfg, openSqlite);
-
-// content-type set explicitly: Response.json() would add ";charset=utf-8". Bun sets the content-length of
-// a string body itself, and leaves the body off for HEAD.
-function respond(r: Answer): Response {
-  const headers = r.headers ? { "content-type": CONTENT_TYPE, ...r.headers } : { "content-type": CONTENT_TYPE };
-  return new Response(r.body, { status: r.status, headers });
-}
 
 /** The body, or null once it grows past BODY_LIMIT (only chunked bodies get here unchecked). */
 async function readBody(req: Request): Promise<Uint8Array | null> {
@@ -58,24 +51,19 @@ async function readBody(req: Request): Promise<Uint8Array | null> {
   return out;
 }
 
-const server = Bun.serve({
-  port: cfg.port,
-  hostname: cfg.host,
-  // Development mode adds error pages and checks; a benchmark peer runs as in production.
-  development: false,
-  reusePort,
-  // Not async: the GET routes and refusals answer without a promise, as ladder-rs answers them without a future.
-  fetch(req) {
-    const routed = app.route(req.method, targetOfUrl(req.url), req.headers.get("content-length"));
-    if (typeof routed !== "string") return respond(routed);
-    return climb(routed, req);
-  },
-});
+// Not async: the GET routes and refusals answer without a promise, as ladder-rs answers them without a future.
+function onRequest(req: Request): Response | Promise<Response> {
+  const routed = app.route(req.method, targetOfUrl(req.url), req.headers.get("content-length"));
+  if (typeof routed !== "string") return bunResponse(routed, CONTENT_TYPE);
+  return climb(routed, req);
+}
+
+const server = bunServe(cfg, reusePort, onRequest);
 
 async function climb(rung: string, req: Request): Promise<Response> {
   const bytes = await readBody(req);
-  if (bytes === null) return respond(TOO_LARGE);
-  return respond(await app.answer(rung, bytes));
+  if (bytes === null) return bunResponse(TOO_LARGE, CONTENT_TYPE);
+  return bunResponse(await app.answer(rung, bytes), CONTENT_TYPE);
 }
 
 // One line once listening: the harness polls HTTP for readiness, a person reads this.

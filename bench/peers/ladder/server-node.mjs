@@ -6,6 +6,7 @@
 import http from "node:http";
 import { DatabaseSync } from "node:sqlite";
 import { BODY_LIMIT, CONTENT_TYPE, PRAGMAS, TOO_LARGE, VIDEO_SQL, configFromEnv, createApp } from "./ladder.mjs";
+import { nodeSend } from "../serving.mjs";
 import { clusterPrimary, configOrExit } from "../processes.mjs";
 import { prepareReadOnly } from "../sqlite.mjs";
 
@@ -21,23 +22,11 @@ function openSqlite(path) {
 
 const app = createApp(cfg, openSqlite);
 
-function send(res, r) {
-  const headers = {
-    "content-type": CONTENT_TYPE,
-    // Explicit content-length: otherwise node:http would fall back to chunked encoding.
-    "content-length": Buffer.byteLength(r.body),
-  };
-  if (r.headers) Object.assign(headers, r.headers);
-  res.writeHead(r.status, headers);
-  // node:http writes no body for HEAD by itself.
-  res.end(r.body);
-}
-
 const server = http.createServer((req, res) => {
   const routed = app.route(req.method, req.url, req.headers["content-length"]);
   if (typeof routed !== "string") {
     req.resume(); // drain whatever body came along
-    send(res, routed);
+    nodeSend(res, routed, CONTENT_TYPE);
     return;
   }
   const chunks = [];
@@ -50,7 +39,7 @@ const server = http.createServer((req, res) => {
       // A chunked body past the limit: answer now and close, as ladder-rs does.
       refused = true;
       chunks.length = 0;
-      send(res, TOO_LARGE);
+      nodeSend(res, TOO_LARGE, CONTENT_TYPE);
       return;
     }
     chunks.push(chunk);
@@ -58,8 +47,8 @@ const server = http.createServer((req, res) => {
   req.on("end", () => {
     if (refused) return;
     const r = app.answer(routed, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-    if (typeof r.then === "function") r.then((x) => send(res, x));
-    else send(res, r);
+    if (typeof r.then === "function") r.then((x) => nodeSend(res, x, CONTENT_TYPE));
+    else nodeSend(res, r, CONTENT_TYPE);
   });
 });
 

@@ -10,6 +10,8 @@ import { CONTENT_TYPE, HEALTH_SQL, LOOKUP_SQL, PRAGMAS, configFromEnv, createSto
 // @ts-ignore -- plain ESM module without type declarations
 import { bunProcesses, configOrExit } from "../processes.mjs";
 // @ts-ignore -- plain ESM module without type declarations
+import { bunResponse, bunServe } from "../serving.mjs";
+// @ts-ignore -- plain ESM module without type declarations
 import { prepareReadOnly } from "../sqlite.mjs";
 
 const cfg: { port: number; host: string; db: string } = configOrExit("metadata-bun", configFromEnv);
@@ -24,20 +26,11 @@ function open(path: string) {
 
 const store = createStore(open, cfg.db);
 
-const server = Bun.serve({
-  port: cfg.port,
-  hostname: cfg.host,
-  // Development mode adds error pages and checks; a benchmark peer runs as in production.
-  development: false,
-  reusePort,
-  fetch(req) {
-    const r = handle(store, req.method, targetOfUrl(req.url));
-    // content-type set explicitly: Response.json() would add ";charset=utf-8". Bun sets the
-    // content-length of a string body itself, and leaves the body off for HEAD.
-    const headers = r.headers ? { "content-type": CONTENT_TYPE, ...r.headers } : { "content-type": CONTENT_TYPE };
-    return new Response(r.body, { status: r.status, headers });
-  },
-});
+function onRequest(req: Request): Response {
+  return bunResponse(handle(store, req.method, targetOfUrl(req.url)), CONTENT_TYPE);
+}
+
+const server = bunServe(cfg, reusePort, onRequest);
 
 // One line once listening: the harness polls HTTP for readiness, a person reads this.
 console.log(`bun ${Bun.version} listening on http://${server.hostname}:${server.port}`);

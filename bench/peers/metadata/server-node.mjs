@@ -7,6 +7,7 @@
 import http from "node:http";
 import { DatabaseSync } from "node:sqlite";
 import { CONTENT_TYPE, HEALTH_SQL, LOOKUP_SQL, PRAGMAS, configFromEnv, createStore, handle } from "./metadata.mjs";
+import { nodeSend } from "../serving.mjs";
 import { clusterPrimary, configOrExit } from "../processes.mjs";
 import { prepareReadOnly } from "../sqlite.mjs";
 
@@ -25,16 +26,7 @@ const store = createStore(open, cfg.db);
 const server = http.createServer((req, res) => {
   // GET and HEAD carry no body; drain anything a client sent with another method.
   if (req.method !== "GET" && req.method !== "HEAD") req.resume();
-  const r = handle(store, req.method, req.url);
-  const headers = {
-    "content-type": CONTENT_TYPE,
-    // Explicit content-length: otherwise node:http would fall back to chunked encoding.
-    "content-length": Buffer.byteLength(r.body),
-  };
-  if (r.headers) Object.assign(headers, r.headers);
-  res.writeHead(r.status, headers);
-  // node:http writes no body for HEAD by itself.
-  res.end(r.body);
+  nodeSend(res, handle(store, req.method, req.url), CONTENT_TYPE);
 });
 
 server.listen(cfg.port, cfg.host, () => {

@@ -13,6 +13,7 @@ use anyhow::{Context, bail};
 
 use crate::bench::Bench;
 use crate::cli::CapacitySearch;
+use crate::deps::Database;
 use crate::loader;
 use crate::process::Spawned;
 use crate::procfs;
@@ -279,7 +280,7 @@ pub fn check(bench: &Bench, input: &CheckInput<'_>, rec: &mut Record) -> Vec<Out
 }
 
 /// What one measured run needs besides the bench.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct RunInput<'a> {
     pub spec: &'a ServerSpec,
     pub ready_path: &'a str,
@@ -292,15 +293,33 @@ pub struct RunInput<'a> {
     pub rate: Option<f64>,
     /// Names this run's files in the log dir.
     pub tag: &'a str,
+    /// The database servers compare started that this server uses: their CPU is measured around each
+    /// window, and one that exits voids the run.
+    pub databases: Vec<Database>,
 }
 
 /// One measured run on a fresh server: idle RSS, priming, a discarded warmup, then the measured loadgen run
 /// with the server tree's CPU and the server cores' /proc/stat counters around it, RSS after load. Fills
 /// `rec`, voiding it (with every reason) when anything was wrong.
 pub fn measure(bench: &Bench, input: &RunInput<'_>, rec: &mut Record) {
+    measure_then(bench, input, rec, &mut |_| Ok(()));
+}
+
+/// [`measure`], then `after` while the server still runs (what a write run left in the database is read
+/// back once the requests in flight when loadgen stopped have finished, not cut off by the server's stop);
+/// an error from it voids the run.
+pub fn measure_then(
+    bench: &Bench,
+    input: &RunInput<'_>,
+    rec: &mut Record,
+    after: &mut dyn FnMut(&mut Record) -> anyhow::Result<()>,
+) {
     rec.connections = Some(input.load.connections);
     rec.rate = input.rate;
-    on_fresh_server(bench, input, rec, "run", &mut |server, rec| measure_on(bench, input, server, rec));
+    on_fresh_server(bench, input, rec, "run", &mut |server, rec| {
+        measure_on(bench, input, server, rec)?;
+        after(rec)
+    });
 }
 
 /// Starts the input's server, runs `work` on it, stops it; a start that fails, an error from `work`, or the
@@ -507,10 +526,19 @@ fn window(
 ) -> anyhow::Result<()> {
     let server_cores: BTreeSet<usize> = procfs::parse_cores(&bench.server_cores)?;
     let ticks0 = procfs::core_ticks(&server_cores)?;
+    let db_cpu0: Vec<procfs::TreeCpu> = input.databases.iter().map(|d| procfs::tree_cpu(d.pid)).collect();
     let cpu0 = server.pid().map(procfs::tree_cpu);
     let run = loader::run(bench, server.port, input.load, duration, input.rate, tag)?;
     let cpu1 = server.pid().map(procfs::tree_cpu);
     let ticks1 = procfs::core_ticks(&server_cores)?;
+    let db_cpu1: Vec<procfs::TreeCpu> = input.databases.iter().map(|d| procfs::tree_cpu(d.pid)).collect();
+    for d in &input.databases {
+        // A database that died mid-run leaves a run of error answers (or of a server's fallback path):
+        // nothing about it compares.
+        if !matches!(procfs::process_state(d.pid), Some(state) if state != 'Z') {
+            rec.void_because(format!("{} (pid {}) exited during the run", d.name, d.pid));
+        }
+    }
     rec.rss_after_kib = server.rss_kib();
     crate::process::check_interrupted()?;
 
@@ -528,8 +556,23 @@ fn window(
         // does the busy share, since nothing says the server runs on the server cores.
         let cpu_us = cpu0.zip(cpu1).map(|(a, b)| (b.total_us() - a.total_us()).max(0.0));
         if rep.responses > 0 {
-            rec.server_cpu_us_per_resp = cpu_us.map(|us| us / rep.responses as f64);
+            let per_response = |us: f64| us / rep.responses as f64;
+            rec.server_cpu_us_per_resp = cpu_us.map(per_response);
             rec.loader_cpu_us_per_resp = Some(rep.cpu.us_per_response);
+            for ((d, a), b) in input.databases.iter().zip(&db_cpu0).zip(&db_cpu1) {
+                let us = Some(per_response((b.total_us() - a.total_us()).max(0.0)));
+                match d.name {
+                    "postgres" => rec.postgres_cpu_us_per_resp = us,
+                    "redis" => rec.redis_cpu_us_per_resp = us,
+                    _ => {}
+                }
+            }
+        }
+        if let Some((a, b)) = cpu0.zip(cpu1) {
+            let (user, sys) = ((b.user_us - a.user_us).max(0.0), (b.sys_us - a.sys_us).max(0.0));
+            if user + sys > 0.0 {
+                rec.server_kernel_pct = Some(100.0 * sys / (user + sys));
+            }
         }
         if let Some(cpu_us) = cpu_us {
             let busy = procfs::busy_pct(ticks0, ticks1);

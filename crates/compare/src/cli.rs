@@ -46,7 +46,8 @@ pub struct RunArgs {
     #[arg(long, env = "COMPARE_WORKLOADS", default_value = "all", display_order = 0)]
     pub workloads: String,
     /// Comma list of rust, bun, node, flight-node (the real Flight 2.0.2: hello-default, -production, static),
-    /// koa (hello-bare), floor (or `all`); rust's answers are the reference.
+    /// koa (hello-bare), floor (or `all`), and bun-shipped and node-shipped (the Scribe peers' original write
+    /// path, notes only, never in `all`); rust's answers are the reference.
     #[arg(long, env = "COMPARE_RUNTIMES", default_value = "all", display_order = 1)]
     pub runtimes: String,
     /// One more cell per workload, repeatable: `NAME=http://127.0.0.1:PORT[,pid=PID]` for a server already
@@ -104,6 +105,11 @@ pub struct RunArgs {
     /// Capacity searches per runtime and workload, interleaved like the rounds.
     #[arg(long, env = "COMPARE_CAPACITY_RUNS", default_value_t = 1, display_order = 25)]
     pub capacity_runs: u32,
+    /// metadata: lookups per DB-only run (the lookup and the JSON build in a loop, no HTTP: `metadata-rs
+    /// bench-lookup`, bench/peers/metadata/lookup-bench.mjs), one run per round on rust, bun and node; 0 skips
+    /// them [default: 100000 per second of --duration].
+    #[arg(long, env = "COMPARE_LOOKUPS", display_order = 26)]
+    pub lookups: Option<u64>,
 }
 
 /// `--soak`: how long, how often sampled, at what rate.
@@ -159,6 +165,8 @@ pub struct Config {
     pub soak: Option<Soak>,
     /// `--capacity`: a capacity search per runtime and workload after the rounds.
     pub capacity: Option<CapacitySearch>,
+    /// metadata's DB-only runs: lookups per run (0: none).
+    pub lookups: u64,
     /// compare's argv, recorded in every record.
     pub command: Vec<String>,
 }
@@ -275,6 +283,7 @@ impl RunArgs {
             rows,
             seed_notes: self.seed_notes,
             request_timeout,
+            lookups: self.lookups.unwrap_or((duration.as_secs_f64() * 100_000.0).round() as u64),
             soak,
             capacity,
             command,

@@ -28,6 +28,15 @@ pub struct DepsOptions {
     pub redis_url: Option<String>,
 }
 
+/// A database server compare started, whose process tree a run measures and watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Database {
+    /// `postgres` or `redis`.
+    pub name: &'static str,
+    /// The root of its process tree (the postmaster, redis-server).
+    pub pid: u32,
+}
+
 pub struct Deps {
     postgres: Option<localdeps::Postgres>,
     redis: Option<localdeps::Redis>,
@@ -152,9 +161,20 @@ impl Deps {
 
     /// Pids of the servers started here (the postmaster and redis-server; each is the root of its tree).
     pub fn pids(&self) -> Vec<u32> {
-        let pg = self.postgres.as_ref().and_then(localdeps::Postgres::pid);
-        let redis = self.redis.as_ref().and_then(localdeps::Redis::pid);
+        self.started().into_iter().map(|d| d.pid).collect()
+    }
+
+    /// The servers started here, by name; one given by URL is not ours to measure.
+    pub fn started(&self) -> Vec<Database> {
+        let pg =
+            self.postgres.as_ref().and_then(localdeps::Postgres::pid).map(|pid| Database { name: "postgres", pid });
+        let redis = self.redis.as_ref().and_then(localdeps::Redis::pid).map(|pid| Database { name: "redis", pid });
         pg.into_iter().chain(redis).collect()
+    }
+
+    /// One value of a query on database `db` (psql's unaligned, tuples-only output, trimmed).
+    pub fn query(&self, db: &str, sql: &str) -> anyhow::Result<String> {
+        Ok(self.psql(&self.url_for(db)?, sql)?.trim().to_string())
     }
 
     /// One line for reports: what runs where.

@@ -29,6 +29,8 @@ pub enum Kind {
     Soak,
     /// One capacity search (`--capacity`): the highest open-loop rate that met the p99 objective.
     Capacity,
+    /// One DB-only run (metadata): the lookup-and-build step timed in a loop, no HTTP, no server.
+    Lookups,
 }
 
 impl Kind {
@@ -40,6 +42,7 @@ impl Kind {
             Kind::Open => "open",
             Kind::Soak => "soak",
             Kind::Capacity => "capacity",
+            Kind::Lookups => "lookups",
         }
     }
 }
@@ -100,6 +103,26 @@ pub struct CapacityFound {
     pub steps_file: String,
 }
 
+/// What a write run left in its database, read back after the load (stored.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stored {
+    /// Rows in the notes table (warmup and measured run together).
+    pub rows: u64,
+    /// Rows in its history table: one per write, in the same transaction as the write.
+    pub history_rows: u64,
+}
+
+/// One DB-only run: `metadata-rs bench-lookup` or `lookup-bench.mjs`, pinned to the server cores.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LookupRun {
+    pub iterations: u64,
+    pub seconds: f64,
+    pub ops_per_s: f64,
+    /// Lookups that found their row, and the bytes of every body built: equal on every runtime, or it is void.
+    pub found: u64,
+    pub bytes: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     pub schema: String,
@@ -136,6 +159,16 @@ pub struct Record {
     pub server_busy_pct: Option<f64>,
     /// Of that, the part not used by the server's tree (other processes, steal): contention.
     pub server_other_pct: Option<f64>,
+    /// Of the server tree's CPU over the window, the share spent in the kernel (stime), percent. Absent in
+    /// records written before it was kept.
+    #[serde(default)]
+    pub server_kernel_pct: Option<f64>,
+    /// utime+stime of the PostgreSQL (postmaster and backends) and Redis that compare started, over the window,
+    /// per response; null where the workload does not use it or it was given by URL. Absent in older records.
+    #[serde(default)]
+    pub postgres_cpu_us_per_resp: Option<f64>,
+    #[serde(default)]
+    pub redis_cpu_us_per_resp: Option<f64>,
     /// Closed loop with the server cores under 90% busy: the loader, not the server, set the req/s.
     pub loader_bound: Option<bool>,
     pub loader_cpu_us_per_resp: Option<f64>,
@@ -149,6 +182,12 @@ pub struct Record {
     /// Capacity searches: what the search found. Absent in records written before searches existed.
     #[serde(default)]
     pub capacity: Option<CapacityFound>,
+    /// Write runs: the rows the database holds afterwards. Absent in older records.
+    #[serde(default)]
+    pub stored: Option<Stored>,
+    /// DB-only runs: what the loop did. Absent in older records.
+    #[serde(default)]
+    pub lookups: Option<LookupRun>,
     pub void: bool,
     pub void_reason: Option<String>,
 }
@@ -189,6 +228,9 @@ impl Record {
             server_cpu_us_per_resp: None,
             server_busy_pct: None,
             server_other_pct: None,
+            server_kernel_pct: None,
+            postgres_cpu_us_per_resp: None,
+            redis_cpu_us_per_resp: None,
             loader_bound: None,
             loader_cpu_us_per_resp: None,
             rss_idle_kib: None,
@@ -196,6 +238,8 @@ impl Record {
             startup_ms: None,
             elapsed_s: None,
             capacity: None,
+            stored: None,
+            lookups: None,
             void: false,
             void_reason: None,
         }

@@ -241,6 +241,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
                 c.closed_total
             );
         }
+        crate::costs::table(&mut out, records, w);
         let open: Vec<(&CellSummary, &OpenSummary)> =
             summary.iter().filter_map(|c| c.open.as_ref().map(|o| (c, o))).collect();
         if let Some(rate) = open.iter().find_map(|(_, o)| o.rate) {
@@ -267,6 +268,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
             }
         }
         crate::capacity::table(&mut out, records, w, md_path);
+        crate::lookups::table(&mut out, records, w);
         let voids: Vec<&Record> =
             records.iter().filter(|r| &r.workload == w && r.void && r.kind != Kind::Check).collect();
         if !voids.is_empty() {

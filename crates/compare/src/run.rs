@@ -22,6 +22,7 @@ use crate::report;
 use crate::runtimes::{self, Runtime, ServerEnv};
 use crate::seeds;
 use crate::site::Site;
+use crate::stats::rotated;
 use crate::workloads::{MetadataData, Outcome, Plan, Service, Workload};
 
 /// How long a server may take to its first 200 (Node with a cold disk cache and a Postgres pool).
@@ -38,15 +39,6 @@ pub struct Finished {
     pub records: Vec<Record>,
     /// Cells that failed their check or have no valid closed-loop run, each with why.
     pub problems: Vec<String>,
-}
-
-/// `v` rotated left by `k`: round k starts with the k-th runtime, so no runtime always goes first.
-pub fn rotated<T: Clone>(v: &[T], k: usize) -> Vec<T> {
-    if v.is_empty() {
-        return Vec::new();
-    }
-    let k = k % v.len();
-    v[k..].iter().chain(&v[..k]).cloned().collect()
 }
 
 /// Why a server is being started: notes-write gives checks and runs a fresh database.
@@ -111,7 +103,7 @@ impl WorkloadRun<'_> {
                     (None, _) => {
                         // Every check and run writes into an empty database: ids start at 1 and no run
                         // inherits the previous one's rows.
-                        let db = format!("compare_write_{}", rt.name());
+                        let db = write_db(rt);
                         deps.reset_database(&db)?;
                         deps.database_url(&db)?
                     }
@@ -121,14 +113,39 @@ impl WorkloadRun<'_> {
         Ok(env)
     }
 
+    /// The databases compare started that `rt`'s server uses on this workload (as `server_env` hands them
+    /// out): measured around its windows.
+    fn databases(&self, rt: Runtime) -> Vec<crate::deps::Database> {
+        let w = self.workload();
+        // The floor answers from memory and a target is not handed our databases.
+        if matches!(rt, Runtime::Floor | Runtime::Target(_)) {
+            return Vec::new();
+        }
+        let uses = |d: &crate::deps::Database| match (d.name, w.service) {
+            ("postgres", Service::Scribe) | ("redis", Service::Scribe) => true,
+            // Every ladder rung is given the database, but only the postgres rung queries it.
+            ("postgres", Service::Ladder) => w.name == "ladder-postgres",
+            ("redis", Service::Flight) => runtimes::uses_redis(rt, w),
+            _ => false,
+        };
+        self.deps.map(|d| d.started().into_iter().filter(uses).collect()).unwrap_or_default()
+    }
+
     fn spec(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<cells::ServerSpec> {
         let env = self.server_env(rt, purpose)?;
         Ok(runtimes::server_spec(rt, self.workload(), &self.cfg.paths, &env))
     }
 
-    /// What one measured run (or soak) of this workload needs besides the bench.
-    fn run_input<'s>(&'s self, spec: &'s cells::ServerSpec, rate: Option<f64>, tag: &'s str) -> RunInput<'s> {
+    /// What one measured run (or soak) of this workload on `rt` needs besides the bench.
+    fn run_input<'s>(
+        &'s self,
+        rt: Runtime,
+        spec: &'s cells::ServerSpec,
+        rate: Option<f64>,
+        tag: &'s str,
+    ) -> RunInput<'s> {
         RunInput {
+            databases: self.databases(rt),
             spec,
             ready_path: &self.plan.ready_path,
             load: &self.plan.load,
@@ -149,6 +166,16 @@ impl WorkloadRun<'_> {
 fn estimates(cfg: &Config) -> (f64, f64, f64) {
     let run = cfg.warmup.as_secs_f64() + cfg.duration.as_secs_f64() + 2.0;
     (3.0, 0.5, run)
+}
+
+/// DB-only runs for a workload (rust, bun and node per round, on metadata), and the seconds each is
+/// expected to take (a release build's 180k lookups a second, bun's half that, node's a third).
+fn lookups_estimate(cfg: &Config, w: &Workload) -> (usize, f64) {
+    let rts = cfg.runtimes.iter().filter(|r| crate::lookups::runs_on(**r)).count();
+    if w.service != Service::Metadata || cfg.lookups == 0 || cfg.soak.is_some() {
+        return (0, 0.0);
+    }
+    (rts * cfg.runs as usize, 1.0 + cfg.lookups as f64 * 1.1 / 90_000.0)
 }
 
 /// Capacity searches per cell, and the seconds each is expected to take: about a dozen steps (three
@@ -248,6 +275,9 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
             continue;
         }
         let (searches, search_s) = capacity_estimate(cfg);
+        let (lookups, lookup_s) = lookups_estimate(cfg, w);
+        steps += lookups;
+        seconds += lookups as f64 * lookup_s;
         steps += n + n * cfg.startup_runs as usize + n * cfg.runs as usize * kinds(cfg) + n * searches;
         seconds += n as f64 * check_s
             + (n * cfg.startup_runs as usize) as f64 * startup_s
@@ -467,6 +497,12 @@ fn run_workload(
     if let Some(search) = cfg.capacity {
         capacity_rounds(wr, &search, &valid, sink, progress, &mut out)?;
     }
+    if lookups_estimate(cfg, wr.workload()).0 > 0 {
+        let data = wr.metadata.context("metadata dataset")?;
+        let (_, lookup_s) = lookups_estimate(cfg, wr.workload());
+        let record = |rt: Runtime, round: u32| wr.record(rt, Kind::Lookups, round);
+        crate::lookups::rounds(cfg, wr.bench, data, lookup_s, &record, sink, progress, &mut out)?;
+    }
     Ok(out)
 }
 
@@ -511,7 +547,7 @@ fn capacity_rounds(
             let mut rec = wr.record(rt, Kind::Capacity, round);
             let spec = wr.spec(rt, Purpose::Run)?;
             let tag = format!("{name}-{}-capacity-r{round}", rt.name());
-            let input = wr.run_input(&spec, None, &tag);
+            let input = wr.run_input(rt, &spec, None, &tag);
             let json = crate::loader::capacity_file(&jsonl, &tag);
             let dir = jsonl.parent().unwrap_or(std::path::Path::new(""));
             let steps_file = json.strip_prefix(dir).unwrap_or(&json).to_string_lossy().into_owned();
@@ -645,7 +681,7 @@ fn soak_cells(
         ));
         let spec = wr.spec(rt, Purpose::Run)?;
         let tag = format!("{name}-{}-soak", rt.name());
-        let input = wr.run_input(&spec, Some(soak.rate), &tag);
+        let input = wr.run_input(rt, &spec, Some(soak.rate), &tag);
         let make = |sample: u32| wr.record(rt, Kind::Soak, sample);
         let mut taken = 0;
         let mut emit = |rec: Record| -> anyhow::Result<()> {
@@ -700,13 +736,36 @@ fn run_rounds(
             let mut rec = wr.record(rt, kind, round);
             let spec = wr.spec(rt, Purpose::Run)?;
             let tag = format!("{name}-{}-{}-r{round}", rt.name(), kind.as_str());
-            let input = wr.run_input(&spec, rate, &tag);
-            cells::measure(wr.bench, &input, &mut rec);
+            let input = wr.run_input(rt, &spec, rate, &tag);
+            cells::measure_then(wr.bench, &input, &mut rec, &mut |rec| audit_writes(wr, rt, rec));
             check_interrupted()?;
             progress.end(run_s, &run_summary(&rec));
             sink.append(&rec)?;
             out.push(rec);
         }
+    }
+    Ok(())
+}
+
+/// The database a notes-write run on `rt` writes into, emptied before each run.
+fn write_db(rt: Runtime) -> String {
+    format!("compare_write_{}", rt.name().replace('-', "_"))
+}
+
+/// notes-write: every acknowledged write must be in the database with its history row (stored.rs).
+fn audit_writes(wr: &WorkloadRun<'_>, rt: Runtime, rec: &mut Record) -> anyhow::Result<()> {
+    let (Service::Scribe, None, Some(deps)) = (wr.workload().service, &wr.shared_db, wr.deps) else { return Ok(()) };
+    if wr.databases(rt).is_empty() {
+        return Ok(()); // the floor writes nothing
+    }
+    if rec.requests.is_none() {
+        return Ok(()); // the run never got as far as load: nothing to account for
+    }
+    let stored = crate::stored::read_back(deps, &write_db(rt)).context("reading the rows back")?;
+    let acknowledged = rec.statuses.iter().filter(|(s, _)| (200..300).contains(*s)).map(|(_, n)| n).sum();
+    rec.stored = Some(stored);
+    for problem in crate::stored::problems(stored, acknowledged) {
+        rec.void_because(problem);
     }
     Ok(())
 }

@@ -19,6 +19,11 @@ pub enum Runtime {
     Rust,
     Bun,
     Node,
+    /// The Scribe peers as the original ships them (`SCRIBE_VARIANT=shipped`: DDL and a freshly compiled
+    /// validator on every write; reads are the same as `bun`'s and `node`'s, which run the `fixed` variant).
+    /// Notes workloads only.
+    BunShipped,
+    NodeShipped,
     /// The real Flight 2.0.2 (`@thoughtpivot/flight`) on the pinned Node: a cluster primary and one worker per
     /// server core, its backend found by Flight's own `**/*.backend.ts` discovery.
     FlightNode,
@@ -33,12 +38,18 @@ pub enum Runtime {
 pub const ALL: [Runtime; 6] =
     [Runtime::Rust, Runtime::Bun, Runtime::Node, Runtime::FlightNode, Runtime::Koa, Runtime::Floor];
 
+/// Runtimes only measured when named: the Scribe peers' original write path is some fifty times slower than
+/// the fixed one, and `all` (the default) keeps measuring what it always has.
+pub const BY_NAME_ONLY: [Runtime; 2] = [Runtime::BunShipped, Runtime::NodeShipped];
+
 impl Runtime {
     pub fn name(self) -> &'static str {
         match self {
             Runtime::Rust => "rust",
             Runtime::Bun => "bun",
             Runtime::Node => "node",
+            Runtime::BunShipped => "bun-shipped",
+            Runtime::NodeShipped => "node-shipped",
             Runtime::FlightNode => "flight-node",
             Runtime::Koa => "koa",
             Runtime::Floor => "floor",
@@ -47,7 +58,12 @@ impl Runtime {
     }
 
     pub fn parse(name: &str) -> Option<Runtime> {
-        ALL.into_iter().find(|r| r.name() == name)
+        ALL.into_iter().chain(BY_NAME_ONLY).find(|r| r.name() == name)
+    }
+
+    /// Whether it runs on the pinned Bun (else Node, for the peers that are JavaScript).
+    pub fn on_bun(self) -> bool {
+        matches!(self, Runtime::Bun | Runtime::BunShipped)
     }
 
     /// Whether this runtime is measured on the workload. flight-node is Flight's app server, so it takes the
@@ -62,6 +78,7 @@ impl Runtime {
             Runtime::FlightNode => workload.has_flight_middleware() && workload.name != "json-2k",
             Runtime::Koa => workload.name == "hello-bare",
             Runtime::Floor => workload.service != Service::Ladder && !workload.has_flight_middleware(),
+            Runtime::BunShipped | Runtime::NodeShipped => workload.service == Service::Scribe,
             _ => true,
         }
     }
@@ -77,7 +94,7 @@ impl Runtime {
     /// Whether it runs as N processes (or workers) on an N-core server layout (flight-node: N cluster workers);
     /// koa is one process and the floor one thread by definition.
     pub fn scales_to_cores(self) -> bool {
-        matches!(self, Runtime::Rust | Runtime::Bun | Runtime::Node | Runtime::FlightNode)
+        !matches!(self, Runtime::Koa | Runtime::Floor | Runtime::Target(_))
     }
 }
 
@@ -88,7 +105,7 @@ pub fn leak_target(target: Target) -> Runtime {
 
 /// A comma list of runtime names (`all` for every one), in the order given.
 pub fn parse_list(text: &str) -> anyhow::Result<Vec<Runtime>> {
-    let names: Vec<&str> = ALL.iter().map(|r| r.name()).collect();
+    let names: Vec<&str> = ALL.iter().chain(&BY_NAME_ONLY).map(|r| r.name()).collect();
     if text.trim() == "all" {
         return Ok(ALL.to_vec());
     }
@@ -162,8 +179,8 @@ impl Paths {
     pub fn program(&self, runtime: Runtime, service: Service) -> PathBuf {
         match runtime {
             Runtime::Rust => self.rust_bin(service),
-            Runtime::Bun => self.bun(),
-            Runtime::Node | Runtime::FlightNode | Runtime::Koa => self.node(),
+            Runtime::Bun | Runtime::BunShipped => self.bun(),
+            Runtime::Node | Runtime::NodeShipped | Runtime::FlightNode | Runtime::Koa => self.node(),
             Runtime::Floor => self.compare_exe.clone(),
             Runtime::Target(_) => PathBuf::from("/bin/sh"),
         }
@@ -292,24 +309,25 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
             spec.env.extend(dist_env(env));
             spec.env.extend([("FLIGHT_PORT".into(), "{port}".into()), ("FLIGHT_HOSTNAME".into(), "127.0.0.1".into())]);
         }
-        (Runtime::Bun | Runtime::Node, Service::Flight) => {
+        // The JS peers (the shipped variants never get here: they serve only notes).
+        (_, Service::Flight) => {
             spec.cwd = peers.clone();
             // bare: the hello peers (no middleware); default and production: the peers that run Flight's Bun
             // build's middleware onion (bench/peers/flight/edge.mjs), so every runtime does the same work.
             let profile = workload.flight_profile.unwrap_or("bare");
-            let script = match (runtime, profile) {
-                (Runtime::Bun, "bare") => "flight/hello-bun.ts",
-                (_, "bare") => "flight/hello-node.mjs",
-                (Runtime::Bun, _) => "flight/app-bun.ts",
-                _ => "flight/app-node.mjs",
+            let script = match (runtime.on_bun(), profile) {
+                (true, "bare") => "flight/hello-bun.ts",
+                (false, "bare") => "flight/hello-node.mjs",
+                (true, _) => "flight/app-bun.ts",
+                (false, _) => "flight/app-node.mjs",
             };
-            spec.args = if runtime == Runtime::Bun { vec!["run".into(), peer(script)] } else { vec![peer(script)] };
+            spec.args = if runtime.on_bun() { vec!["run".into(), peer(script)] } else { vec![peer(script)] };
             spec.env = js_env;
             if profile != "bare" {
                 spec.env.push(("FLIGHT_PROFILE".into(), profile.into()));
             }
             if profile == "production" {
-                spec.env.extend(production_env(env, "REDIS_URL", if runtime == Runtime::Bun { 2 } else { 3 }));
+                spec.env.extend(production_env(env, "REDIS_URL", if runtime.on_bun() { 2 } else { 3 }));
             }
             spec.env.extend(dist_env(env));
             spec.env.extend([("PORT".into(), "{port}".into()), ("HOSTNAME".into(), "127.0.0.1".into())]);
@@ -319,13 +337,16 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
                 spec.env = rust_env("SCRIBE_APP");
             } else {
                 spec.cwd = peers.clone();
-                spec.args = match runtime {
-                    Runtime::Bun => vec!["run".into(), peer("scribe/server-bun.ts")],
-                    _ => vec![peer("scribe/server-node.mjs")],
+                spec.args = if runtime.on_bun() {
+                    vec!["run".into(), peer("scribe/server-bun.ts")]
+                } else {
+                    vec![peer("scribe/server-node.mjs")]
                 };
-                // The peers with the same design fixes as scribe-rs (DDL once, validators compiled once).
+                // bun and node: the peers with the same design fixes as scribe-rs (DDL once, validators
+                // compiled once); bun-shipped and node-shipped: the original's own write path.
+                let shipped = matches!(runtime, Runtime::BunShipped | Runtime::NodeShipped);
                 spec.env = js_env;
-                spec.env.push(("SCRIBE_VARIANT".into(), "fixed".into()));
+                spec.env.push(("SCRIBE_VARIANT".into(), if shipped { "shipped" } else { "fixed" }.into()));
             }
             spec.env
                 .extend([("SCRIBE_APP_PORT".into(), "{port}".into()), ("SCRIBE_APP_HOST".into(), "127.0.0.1".into())]);
@@ -473,7 +494,12 @@ pub fn missing_prerequisites(
                     }
                 }
             }
-            Runtime::Bun | Runtime::Node | Runtime::FlightNode | Runtime::Koa => {
+            Runtime::Bun
+            | Runtime::Node
+            | Runtime::BunShipped
+            | Runtime::NodeShipped
+            | Runtime::FlightNode
+            | Runtime::Koa => {
                 let bin = paths.program(rt, Service::Flight);
                 let mut needed = vec![bin];
                 if workloads.iter().any(|w| rt.serves(w)) {
@@ -546,6 +572,8 @@ mod tests {
         assert_eq!(parse_list("all").expect("all"), ALL.to_vec());
         assert_eq!(parse_list("node,rust").expect("two"), vec![Runtime::Node, Runtime::Rust]);
         assert_eq!(parse_list("koa").expect("koa"), vec![Runtime::Koa]);
+        assert_eq!(parse_list("bun-shipped").expect("by name"), vec![Runtime::BunShipped]);
+        assert!(!ALL.contains(&Runtime::NodeShipped), "all measures what it always has");
         assert!(parse_list("deno").is_err());
     }
 
@@ -590,6 +618,14 @@ mod tests {
         let s = server_spec(Runtime::Node, &notes, &paths(), &env);
         assert!(s.env.contains(&("SCRIBE_VARIANT".into(), "fixed".into())));
         assert!(s.env.contains(&("DATABASE_URL".into(), "postgres://x/db".into())));
+        let s = server_spec(Runtime::BunShipped, &notes, &paths(), &env);
+        assert_eq!(s.args, ["run", "/repo/bench/peers/scribe/server-bun.ts"]);
+        assert!(s.env.contains(&("SCRIBE_VARIANT".into(), "shipped".into())));
+        assert_eq!(s.program, PathBuf::from("/repo/bench/peers/node_modules/@oven/bun-linux-x64/bin/bun"));
+        let s = server_spec(Runtime::NodeShipped, &notes, &paths(), &env);
+        assert_eq!(s.args, ["/repo/bench/peers/scribe/server-node.mjs"]);
+        assert!(s.env.contains(&("SCRIBE_VARIANT".into(), "shipped".into())));
+        assert!(Runtime::BunShipped.serves(&notes) && !Runtime::NodeShipped.serves(&bare));
         let env = ServerEnv { floor_body: Some(b"{\"a\":1}".to_vec()), ..ServerEnv::default() };
         let s = server_spec(Runtime::Floor, &notes, &paths(), &env);
         assert_eq!(s.args.last().map(String::as_str), Some("{\"a\":1}"));

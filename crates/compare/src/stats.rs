@@ -69,6 +69,15 @@ pub fn per_round_ratio(
     }))
 }
 
+/// `v` rotated left by `k`: round k starts with the k-th runtime, so no runtime always goes first.
+pub fn rotated<T: Clone>(v: &[T], k: usize) -> Vec<T> {
+    if v.is_empty() {
+        return Vec::new();
+    }
+    let k = k % v.len();
+    v[k..].iter().chain(&v[..k]).cloned().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use compare::cells::{self, CheckInput, Reference, RunInput, ServerSpec};
+use compare::deps::Database;
 use compare::records::{Kind, Record};
 use compare::workloads::{self, LoadSpec, Plan};
 
@@ -74,11 +75,23 @@ fn record(runtime: &str, kind: Kind) -> Record {
 }
 
 fn run_against(spec: &ServerSpec, logdir: &std::path::Path) -> Record {
+    run_with_databases(spec, logdir, Vec::new())
+}
+
+fn run_with_databases(spec: &ServerSpec, logdir: &std::path::Path, databases: Vec<Database>) -> Record {
     let bench = common::bench(logdir, Duration::from_millis(1500));
     let mut load = LoadSpec::get("/api/hello", 4);
     load.expect_status = vec![200];
-    let input =
-        RunInput { spec, ready_path: "/api/hello", load: &load, prime: None, also_ok: &[], rate: None, tag: "run" };
+    let input = RunInput {
+        spec,
+        ready_path: "/api/hello",
+        load: &load,
+        prime: None,
+        also_ok: &[],
+        rate: None,
+        tag: "run",
+        databases,
+    };
     let mut rec = record(&spec.name, Kind::Closed);
     cells::measure(&bench, &input, &mut rec);
     rec
@@ -108,6 +121,31 @@ fn clean_peer_run_counts() {
     assert!(rec.server_busy_pct.is_some() && rec.loader_bound.is_some());
     assert_eq!(rec.errors.values().sum::<u64>(), 0);
     common::assert_valid(&common::validator(), &serde_json::to_value(&rec).expect("json"));
+}
+
+/// Stands in for a database server's process tree: a real process whose CPU the window reads and whose exit
+/// it must notice. (The real PostgreSQL and Redis are measured by the notes tests.)
+fn database_process(lifetime: &str) -> std::process::Child {
+    std::process::Command::new("sleep").arg(lifetime).spawn().expect("sleep")
+}
+
+#[test]
+fn a_database_that_exits_mid_run_voids_it_and_a_live_one_is_measured() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut live = database_process("30");
+    let mut dying = database_process("0.3");
+    let databases = vec![Database { name: "postgres", pid: live.id() }, Database { name: "redis", pid: dying.id() }];
+    // The settle before the window (half a second) outlasts 0.3 s: the dying one is gone when it is checked.
+    let rec = run_with_databases(&fake_peer_spec(u64::MAX), dir.path(), databases);
+    let reason = rec.void_reason.as_deref().unwrap_or("");
+    assert!(rec.void && reason.contains(&format!("redis (pid {}) exited during the run", dying.id())), "{rec:?}");
+    assert!(!reason.contains("postgres"), "the live one is not blamed: {reason}");
+    assert!(rec.postgres_cpu_us_per_resp.is_some_and(|us| us >= 0.0), "{rec:?}");
+    assert!(rec.server_kernel_pct.is_some_and(|p| (0.0..=100.0).contains(&p)), "{rec:?}");
+    common::assert_valid(&common::validator(), &serde_json::to_value(&rec).expect("json"));
+    let _ = live.kill();
+    let _ = live.wait();
+    let _ = dying.wait();
 }
 
 fn check(

@@ -68,6 +68,19 @@ fn quick_comparison_of_every_workload() {
             );
         }
     }
+    // What the databases cost and what was stored: every notes run carries the PostgreSQL and Redis CPU, every
+    // notes-write run its rows read back; metadata has a valid DB-only run per JS runtime and rust.
+    let measured = |r: &&records::Record| r.kind == Kind::Closed && r.workload.starts_with("notes-");
+    for r in recs.iter().filter(measured).filter(|r| r.runtime != "floor") {
+        assert!(r.postgres_cpu_us_per_resp.is_some() && r.redis_cpu_us_per_resp.is_some(), "{r:?}");
+        assert!(r.server_kernel_pct.is_some(), "{r:?}");
+        let stored = r.stored.filter(|s| s.rows == s.history_rows);
+        assert_eq!(r.workload == "notes-write", stored.is_some(), "{r:?}");
+    }
+    for runtime in ["rust", "bun", "node"] {
+        let lookups = recs.iter().filter(|r| r.kind == Kind::Lookups && r.runtime == runtime);
+        assert_eq!(lookups.filter(|r| !r.void && r.lookups.is_some()).count(), 1, "{runtime} DB-only run");
+    }
     // The ladder: one table over the rungs, and its line chart.
     let md_text = std::fs::read_to_string(&md).expect("markdown");
     assert!(md_text.contains("\n## ladder\n"), "{md_text}");

@@ -23,6 +23,10 @@ pub enum Event<'a> {
     WriteFailed(io::Error),
 }
 
+/// The callback [`Engine::wait`] delivers events to: called with the slot and the event, it returns false when
+/// the worker gave the slot up.
+pub type OnEvent<'a> = dyn FnMut(usize, Event<'_>) -> bool + 'a;
+
 /// The I/O of one worker's connections, which are numbered slots `0..connections`.
 ///
 /// [`Engine::wait`] hands events to a callback that cannot reach the engine; the worker therefore closes and
@@ -44,10 +48,5 @@ pub trait Engine {
     /// (the open loop's next send: the engine wakes then with sub-millisecond precision), and delivers every
     /// event to `on_event`. `on_event` returns false when the worker gave the slot up; the engine then stops
     /// reading that socket in this turn.
-    fn wait(
-        &mut self,
-        wake_at: Instant,
-        send_at: Option<Instant>,
-        on_event: &mut dyn FnMut(usize, Event<'_>) -> bool,
-    ) -> io::Result<()>;
+    fn wait(&mut self, wake_at: Instant, send_at: Option<Instant>, on_event: &mut OnEvent<'_>) -> io::Result<()>;
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::engine::{Engine, Event};
+use crate::engine::{Engine, Event, OnEvent};
 use crate::timer::SendTimer;
 
 const READ_BUF: usize = 16 * 1024;
@@ -64,12 +64,7 @@ impl Engine for Epoll {
         }
     }
 
-    fn wait(
-        &mut self,
-        wake_at: Instant,
-        send_at: Option<Instant>,
-        on_event: &mut dyn FnMut(usize, Event<'_>) -> bool,
-    ) -> io::Result<()> {
+    fn wait(&mut self, wake_at: Instant, send_at: Option<Instant>, on_event: &mut OnEvent<'_>) -> io::Result<()> {
         let now = Instant::now();
         let mut until = wake_at;
         if let Some(at) = send_at {

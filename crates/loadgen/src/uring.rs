@@ -39,7 +39,7 @@ use io_uring::types::{BufRingEntry, CancelBuilder, Fd, SubmitArgs, Timespec};
 use io_uring::{IoUring, cqueue, opcode, squeue};
 use rustix::net::{AddressFamily, SocketFlags, SocketType, sockopt};
 
-use crate::engine::{Engine, Event};
+use crate::engine::{Engine, Event, OnEvent};
 
 /// Size of one provided receive buffer: a typical response fits one, a large body takes several completions.
 const BUF_SIZE: usize = 4096;
@@ -324,7 +324,7 @@ impl Uring {
     }
 
     /// One completion; `on_event` gets what the worker must know.
-    fn complete(&mut self, cqe: &cqueue::Entry, on_event: &mut dyn FnMut(usize, Event<'_>) -> bool) -> io::Result<()> {
+    fn complete(&mut self, cqe: &cqueue::Entry, on_event: &mut OnEvent<'_>) -> io::Result<()> {
         let (op, id) = decode(cqe.user_data());
         let (res, flags) = (cqe.result(), cqe.flags());
         let Some(op) = op.filter(|op| *op != Op::Cancel) else { return Ok(()) };
@@ -486,12 +486,7 @@ impl Engine for Uring {
         Ok(bytes.len())
     }
 
-    fn wait(
-        &mut self,
-        wake_at: Instant,
-        send_at: Option<Instant>,
-        on_event: &mut dyn FnMut(usize, Event<'_>) -> bool,
-    ) -> io::Result<()> {
+    fn wait(&mut self, wake_at: Instant, send_at: Option<Instant>, on_event: &mut OnEvent<'_>) -> io::Result<()> {
         for id in std::mem::take(&mut self.rearm) {
             if self.socket(id).is_some_and(|s| s.connected) {
                 self.arm_recv(id)?;

@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::*;
 use loadgen::request_log::{HEADER, read};
 
@@ -38,34 +40,12 @@ fn sampling_and_the_cap_bound_the_log() {
     let server = Server::routes();
     let dir = tempfile::tempdir().expect("temp dir");
     let every = dir.path().join("every.tsv");
-    let ran = run(&[
-        "-R",
-        "300",
-        "-d",
-        "1s",
-        "-c",
-        "2",
-        "--log-every",
-        "3",
-        "--log-requests",
-        every.to_str().expect("utf-8"),
-        &server.url("/"),
-    ]);
+    let ran = run_logging(&["-R", "300", "-d", "1s", "-c", "2", "--log-every", "3"], &every, &server);
     let logged = read(&every).expect("read").len() as u64;
     assert_eq!(logged, ran.report.responses / 3, "every third of {} responses", ran.report.responses);
 
     let capped = dir.path().join("capped.tsv");
-    let ran = run(&[
-        "-c",
-        "2",
-        "-d",
-        "500ms",
-        "--log-max",
-        "10",
-        "--log-requests",
-        capped.to_str().expect("utf-8"),
-        &server.url("/"),
-    ]);
+    let ran = run_logging(&["-c", "2", "-d", "500ms", "--log-max", "10"], &capped, &server);
     assert_eq!(read(&capped).expect("read").len(), 10);
     let text = std::fs::read_to_string(&capped).expect("text");
     let last = text.lines().last().unwrap_or_default();
@@ -92,4 +72,12 @@ fn log_chart_draws_a_log_and_refuses_other_files() {
     let exit = loadgen_bin(&["-d", "1s", "--log-requests", unwritable.to_str().expect("utf-8"), &server.url("/")]);
     exit.assert_bad_input("an unwritable log");
     assert!(exit.stderr.contains("cannot write --log-requests"), "{}", exit.stderr);
+}
+
+/// `run` with `flags` against `server`'s `/`, logging the responses to `log` (`--log-requests`).
+fn run_logging(flags: &[&str], log: &Path, server: &Server) -> Ran {
+    let url = server.url("/");
+    let mut list = flags.to_vec();
+    list.extend(["--log-requests", log.to_str().expect("utf-8"), &url]);
+    run(&list)
 }

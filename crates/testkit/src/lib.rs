@@ -9,6 +9,7 @@
 //! ```
 
 pub mod http;
+mod in_process;
 pub mod process;
 pub mod shared;
 pub mod wait;

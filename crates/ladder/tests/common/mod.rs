@@ -128,29 +128,18 @@ pub fn settings(db: &Path, database_url: Option<&str>) -> Settings {
     }
 }
 
-/// ladder-rs in this process on 127.0.0.1:<ephemeral>, one worker, the ladder's body limit.
-pub struct TestServer {
-    /// Shut down gracefully when dropped (serve::Server's own Drop).
-    _server: serve::Server,
-    pub addr: SocketAddr,
-}
+testkit::in_process_server!(TestServer, Settings, ladder::start);
 
 impl TestServer {
+    /// ladder-rs in this process on 127.0.0.1:<ephemeral>, one worker, the ladder's body limit.
     pub fn start(settings: Settings) -> TestServer {
-        let listeners = serve::bind_reuseport(settings.addr, 1).expect("bind");
         let limits = serve::Limits {
             workers: 1,
             body_limit: ladder::BODY_LIMIT,
             shutdown_timeout: Duration::from_secs(1),
             ..Default::default()
         };
-        let server = ladder::start(settings, listeners, limits).expect("start");
-        let addr = server.local_addr();
-        TestServer { _server: server, addr }
-    }
-
-    pub fn get(&self, target: &str) -> Response {
-        get(self.addr, target)
+        TestServer::start_with_limits(settings, limits)
     }
 
     pub fn post(&self, target: &str, body: &str) -> Response {

@@ -4,7 +4,6 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -96,23 +95,13 @@ pub fn with_redis(mut settings: Settings, url: &str) -> Settings {
     settings
 }
 
-pub struct TestServer {
-    /// Shut down gracefully when dropped (serve::Server's own Drop).
-    _server: serve::Server,
-    pub addr: SocketAddr,
-}
+testkit::in_process_server!(TestServer, Settings, metadata::start);
 
 impl TestServer {
+    /// metadata-rs in this process on 127.0.0.1:<ephemeral>, one worker.
     pub fn start(settings: Settings) -> TestServer {
-        let listeners = serve::bind_reuseport(settings.addr, 1).expect("bind");
         let limits = serve::Limits { workers: 1, shutdown_timeout: Duration::from_secs(1), ..Default::default() };
-        let server = metadata::start(settings, listeners, limits).expect("start");
-        let addr = server.local_addr();
-        TestServer { _server: server, addr }
-    }
-
-    pub fn get(&self, target: &str) -> Response {
-        get(self.addr, target)
+        TestServer::start_with_limits(settings, limits)
     }
 }
 
