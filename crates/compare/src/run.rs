@@ -171,10 +171,10 @@ fn estimates(cfg: &Config) -> (f64, f64, f64) {
 /// DB-only runs for a workload (rust, bun and node per round, on metadata), and the seconds each is
 /// expected to take (a release build's 180k lookups a second, bun's half that, node's a third).
 fn lookups_estimate(cfg: &Config, w: &Workload) -> (usize, f64) {
-    let rts = cfg.runtimes.iter().filter(|r| crate::lookups::runs_on(**r)).count();
     if w.service != Service::Metadata || cfg.lookups == 0 || cfg.soak.is_some() {
         return (0, 0.0);
     }
+    let rts = cfg.runtimes.iter().filter(|r| crate::lookups::runs_on(**r)).count();
     (rts * cfg.runs as usize, 1.0 + cfg.lookups as f64 * 1.1 / 90_000.0)
 }
 
@@ -497,9 +497,8 @@ fn run_workload(
     if let Some(search) = cfg.capacity {
         capacity_rounds(wr, &search, &valid, sink, progress, &mut out)?;
     }
-    if lookups_estimate(cfg, wr.workload()).0 > 0 {
+    if let (1.., lookup_s) = lookups_estimate(cfg, wr.workload()) {
         let data = wr.metadata.context("metadata dataset")?;
-        let (_, lookup_s) = lookups_estimate(cfg, wr.workload());
         let record = |rt: Runtime, round: u32| wr.record(rt, Kind::Lookups, round);
         crate::lookups::rounds(cfg, wr.bench, data, lookup_s, &record, sink, progress, &mut out)?;
     }
