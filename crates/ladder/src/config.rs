@@ -26,10 +26,7 @@ pub struct Config {
     /// Postgres for the last rung (e.g. postgres://postgres@127.0.0.1:5432/ladder). Unset: that rung answers 503.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
-    /// Postgres connections per worker thread.
-    #[arg(long, env = "LADDER_POOL_SIZE", default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=1000))]
-    pub pool_size: u16,
-    /// Milliseconds the Postgres step may take in all (pool wait, connect, query) before the request gets 503.
+    /// Milliseconds the Postgres step may take in all (connect, query) before the request gets 503.
     #[arg(long, env = "LADDER_PG_TIMEOUT_MS", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
     pub pg_timeout_ms: u64,
     /// Milliseconds a SQLite read waits on a writer's lock before answering 503 (it blocks the worker).
@@ -51,7 +48,6 @@ pub struct Settings {
     pub addr: SocketAddr,
     pub db: DbOptions,
     pub postgres: Option<tokio_postgres::Config>,
-    pub pool_size: usize,
     pub pg_timeout: Duration,
 }
 
@@ -65,7 +61,6 @@ impl Config {
             addr: SocketAddr::new(self.hostname, self.port),
             db: DbOptions { path: self.db.clone(), busy_timeout: Duration::from_millis(self.busy_timeout_ms) },
             postgres,
-            pool_size: usize::from(self.pool_size),
             pg_timeout: Duration::from_millis(self.pg_timeout_ms),
         })
     }

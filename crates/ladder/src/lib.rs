@@ -36,13 +36,13 @@ impl Shared {
     }
 }
 
-/// The per-worker service factory: each worker opens its own SQLite connection and its own Postgres pool, so
+/// The per-worker service factory: each worker opens its own SQLite connection and its own Postgres connection, so
 /// nothing on the request path is shared between threads but the (immutable) validator.
 pub fn service_factory(shared: Arc<Shared>) -> impl Fn() -> serve::Handled<api::Ladder> + Send + Sync + 'static {
     move || {
         let settings = &shared.settings;
         let videos = db::Videos::new(settings.db.clone());
-        let items = pg::Items::new(settings.postgres.as_ref(), settings.pool_size, settings.pg_timeout);
+        let items = pg::Items::new(settings.postgres.as_ref(), settings.pg_timeout);
         serve::Handled(api::Ladder::new(shared.clone(), videos, items))
     }
 }

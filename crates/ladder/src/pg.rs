@@ -1,11 +1,11 @@
-//! The Postgres step: a deadpool-postgres pool per worker (its connections' tasks live on that worker's
-//! runtime), the statement prepared once per connection, every step under one deadline so an outage or a
-//! frozen server costs a request at most `pg_timeout`, never a hang.
+//! The Postgres step: one pipelined connection per worker ([`pg_reader::Reader`], shared with scribe-rs),
+//! the statement prepared once on it, the whole step under one deadline, so an outage or a frozen server
+//! costs a request at most `pg_timeout`, never a hang.
 
 use std::cell::Cell;
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use pg_reader::{ReadError, Reader};
 
 pub const ITEM_SQL: &str = "SELECT name, score FROM ladder_items WHERE id = $1";
 
@@ -31,73 +31,48 @@ pub struct Item {
 
 /// One worker's Postgres side.
 pub struct Items {
-    pool: Option<Pool>,
-    timeout: Duration,
-    failing: Cell<bool>,
+    reader: Option<Reader>,
+    /// Whether the last read was refused by PostgreSQL (no table), so such a run is logged once.
+    refused: Cell<bool>,
 }
 
 impl Items {
     /// `config: None` (no DATABASE_URL): every read fails, so the rung answers 503.
-    pub fn new(config: Option<&tokio_postgres::Config>, pool_size: usize, timeout: Duration) -> Items {
-        let pool = config.map(|config| {
+    pub fn new(config: Option<&tokio_postgres::Config>, timeout: Duration) -> Items {
+        let reader = config.map(|config| {
             let mut pg = config.clone();
             pg.connect_timeout(timeout);
             pg.options(format!("-c statement_timeout={}", timeout.as_millis()));
-            let manager = Manager::from_config(
-                pg,
-                tokio_postgres::NoTls,
-                ManagerConfig { recycling_method: RecyclingMethod::Fast },
-            );
-            Pool::builder(manager)
-                .max_size(pool_size)
-                .wait_timeout(Some(timeout))
-                .create_timeout(Some(timeout))
-                .recycle_timeout(Some(timeout))
-                .runtime(Runtime::Tokio1)
-                .build()
-                .unwrap_or_else(|e| unreachable!("a pool with a runtime always builds: {e}"))
+            Reader::new(pg, timeout)
         });
-        Items { pool, timeout, failing: Cell::new(false) }
+        Items { reader, refused: Cell::new(false) }
     }
 
-    /// The item `key`, `Ok(None)` when the table has no such row. `Err` (logged once per outage): Postgres is
-    /// unreachable, too slow, or the table is missing.
+    /// The item `key`, `Ok(None)` when the table has no such row. `Err` (the reader logs an outage once):
+    /// Postgres is unreachable, too slow, or the table is missing.
     pub async fn get(&self, key: i32) -> Result<Option<Item>, String> {
-        let outcome = match &self.pool {
-            None => Err("DATABASE_URL is not set".to_string()),
-            Some(pool) => match tokio::time::timeout(self.timeout, read(pool, key)).await {
-                Ok(result) => result,
-                Err(_) => Err(format!("no answer within {} ms", self.timeout.as_millis())),
-            },
+        let Some(reader) = &self.reader else { return Err("DATABASE_URL is not set".to_string()) };
+        let row = match reader.query_opt(ITEM_SQL, &[&key]).await {
+            Ok(row) => {
+                if self.refused.replace(false) {
+                    tracing::info!("ladder_items reads again");
+                }
+                row
+            }
+            Err(ReadError::Query(e)) => {
+                let message = describe(&e);
+                if !self.refused.replace(true) {
+                    tracing::warn!(error = %message, "ladder_items read failed; answering 503");
+                }
+                return Err(message);
+            }
+            Err(e @ ReadError::Unreachable(_)) => return Err(e.to_string()),
         };
-        match &outcome {
-            Ok(_) if self.failing.replace(false) => tracing::info!("Postgres answers again"),
-            Err(e) if !self.failing.replace(true) => tracing::warn!(error = %e, "Postgres unavailable; answering 503"),
-            _ => {}
-        }
-        outcome
+        let Some(row) = row else { return Ok(None) };
+        let name = row.try_get(0).map_err(|e| format!("ladder_items.name: {e}"))?;
+        let score = row.try_get(1).map_err(|e| format!("ladder_items.score: {e}"))?;
+        Ok(Some(Item { name, score }))
     }
-}
-
-async fn read(pool: &Pool, key: i32) -> Result<Option<Item>, String> {
-    let client = pool.get().await.map_err(|e| format!("postgres pool: {e}"))?;
-    let result = match client.prepare_cached(ITEM_SQL).await {
-        Ok(stmt) => client.query_opt(&stmt, &[&key]).await,
-        Err(e) => Err(e),
-    };
-    let row = match result {
-        Ok(row) => row,
-        Err(e) => {
-            // Not back into the pool: a connection whose statement failed may hold a stale cached plan (the
-            // table was dropped and made again) or be half closed; the next request opens a fresh one.
-            drop(deadpool_postgres::Object::take(client));
-            return Err(describe(&e));
-        }
-    };
-    let Some(row) = row else { return Ok(None) };
-    let name = row.try_get(0).map_err(|e| format!("ladder_items.name: {e}"))?;
-    let score = row.try_get(1).map_err(|e| format!("ladder_items.score: {e}"))?;
-    Ok(Some(Item { name, score }))
 }
 
 /// A tokio-postgres error with its cause ("db error" alone says little).

@@ -40,7 +40,7 @@ fn bad_config_exits_64_with_one_line() {
     for (env, args) in [
         (vec![("LADDER_PORT", "http")], vec![]),
         (vec![("LADDER_WORKERS", "0")], vec![]),
-        (vec![("LADDER_POOL_SIZE", "0")], vec![]),
+        (vec![("LADDER_PG_TIMEOUT_MS", "0")], vec![]),
         (vec![("DATABASE_URL", "not a url")], vec![]),
         (vec![], vec!["--no-such-flag"]),
         (vec![], vec!["seed"]), // no DATABASE_URL

@@ -4,6 +4,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -27,11 +28,11 @@ const MAX_DEPTH: i32 = 1000;
 #[derive(Clone)]
 pub struct Scribe {
     shared: Arc<Shared>,
-    store: Arc<Store>,
+    store: Rc<Store>,
 }
 
 impl Scribe {
-    pub fn new(shared: Arc<Shared>, store: Arc<Store>) -> Self {
+    pub fn new(shared: Arc<Shared>, store: Rc<Store>) -> Self {
         Scribe { shared, store }
     }
 }
@@ -39,7 +40,7 @@ impl Scribe {
 impl tower::Service<Request> for Scribe {
     type Response = Response;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>>>>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
@@ -53,6 +54,25 @@ impl tower::Service<Request> for Scribe {
 
 fn ok_json(value: &Value) -> Response {
     serve::json(StatusCode::OK, value)
+}
+
+/// `[row, …]` from rows already in JSON text, as the API answers lists, reads and writes.
+fn ok_rows(rows: &[String]) -> Response {
+    let mut body = Vec::with_capacity(2 + rows.iter().map(|r| r.len() + 1).sum::<usize>());
+    body.push(b'[');
+    for (i, row) in rows.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(row.as_bytes());
+    }
+    body.push(b']');
+    serve::json_bytes(StatusCode::OK, body)
+}
+
+/// A row's JSON text as a value, for the answers that reshape rows (timeMachine, groupBy, history).
+fn row_value(text: &str) -> Result<Value, ApiError> {
+    serde_json::from_str(text).map_err(|e| ApiError::Internal(format!("row text: {e}")))
 }
 
 fn parse_id(raw: &str) -> Result<i32, ApiError> {
@@ -99,7 +119,7 @@ impl Scribe {
         let schema = self.schema(segments, &body).await?;
         let envelope = Envelope::from_body(&body)?;
         let row = self.store.create(&table, schema, &envelope).await?;
-        Ok(ok_json(&Value::Array(vec![row])))
+        Ok(ok_rows(&[row]))
     }
 
     async fn update(&self, segments: &[&str], id: &str, body: Option<Value>) -> Result<Response, ApiError> {
@@ -109,7 +129,7 @@ impl Scribe {
         let schema = self.schema(segments, &body).await?;
         let envelope = Envelope::from_body(&body)?;
         match self.store.update(&table, schema, id, &envelope).await? {
-            Some(row) => Ok(ok_json(&Value::Array(vec![row]))),
+            Some(row) => Ok(ok_rows(&[row])),
             None => Err(ApiError::NotFound(format!("{} {id} does not exist", table.name()))),
         }
     }
@@ -186,13 +206,17 @@ impl Scribe {
                 );
                 self.store.select(&sql, &[&id, &path]).await?
             }
-            (None, None, None) => self.store.select(&format!("SELECT * FROM {t} WHERE id = $1"), &[&id]).await?,
+            (None, None, None) => self.store.point(&format!("SELECT * FROM {t} WHERE id = $1"), &[&id]).await?,
         };
         self.finish(&table, rows, &params).await
     }
 
     /// timeMachine, then groupBy, as the original applies them.
-    async fn finish(&self, table: &Table, mut rows: Vec<Value>, params: &ListParams) -> Result<Response, ApiError> {
+    async fn finish(&self, table: &Table, rows: Vec<String>, params: &ListParams) -> Result<Response, ApiError> {
+        if params.time_machine.is_none() && params.group_by.is_none() {
+            return Ok(ok_rows(&rows));
+        }
+        let mut rows = rows.iter().map(|r| row_value(r)).collect::<Result<Vec<Value>, ApiError>>()?;
         if let Some(tm) = &params.time_machine {
             let key = tm.get("key").and_then(Value::as_str);
             let at = tm.get("timestamp").and_then(Value::as_str);
@@ -246,26 +270,26 @@ impl Scribe {
     async fn history(&self, segments: &[&str], id: &str) -> Result<Response, ApiError> {
         let table = Table::new(segments)?;
         let id = parse_id(id)?;
-        let rows = self.store.select(&format!("SELECT * FROM \"{}\" WHERE id = $1", table.name()), &[&id]).await?;
-        let Some(row) = rows.first() else { return Ok(ok_json(&Value::Array(Vec::new()))) };
-        Ok(ok_json(&Value::Array(self.versions(&table, row).await?)))
+        let rows = self.store.point(&format!("SELECT * FROM \"{}\" WHERE id = $1", table.name()), &[&id]).await?;
+        let Some(row) = rows.first() else { return Ok(ok_rows(&[])) };
+        Ok(ok_json(&Value::Array(self.versions(&table, &row_value(row)?).await?)))
     }
 
     async fn delete(&self, segments: &[&str], id: &str) -> Result<Response, ApiError> {
         let table = Table::new(segments)?;
         let id = parse_id(id)?;
         self.store.execute(&format!("DELETE FROM \"{}\" WHERE id = $1", table.name()), &[&id]).await?;
-        Ok(ok_json(&Value::Array(Vec::new())))
+        Ok(ok_rows(&[]))
     }
 
     async fn truncate(&self, segments: &[&str]) -> Result<Response, ApiError> {
         self.store.truncate(&Table::new(segments)?).await?;
-        Ok(ok_json(&Value::Array(Vec::new())))
+        Ok(ok_rows(&[]))
     }
 
     async fn drop(&self, segments: &[&str]) -> Result<Response, ApiError> {
         self.store.drop_tables(&Table::new(segments)?).await?;
-        Ok(ok_json(&Value::Array(Vec::new())))
+        Ok(ok_rows(&[]))
     }
 
     /// 200 when Postgres answers a query and Redis a PING, each within a second; else 503 naming the failure.

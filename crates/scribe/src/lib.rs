@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod history;
 pub mod query;
+pub mod row_text;
 pub mod schemas;
 pub mod store;
 
@@ -51,13 +52,21 @@ impl Shared {
         Ok(Arc::new(Shared { settings, schemas, redis, ensured: Arc::default() }))
     }
 
-    /// A connection pool for one worker: its connections' tasks then live on that worker's runtime.
-    pub fn pool(&self) -> Pool {
+    /// The connection settings every connection of a worker uses: the statement timeout, the connect timeout.
+    fn postgres(&self) -> tokio_postgres::Config {
         let mut pg = self.settings.database.clone();
         pg.options(format!("-c statement_timeout={}", self.settings.statement_timeout.as_millis()));
         pg.connect_timeout(self.settings.db_timeout);
-        let manager =
-            Manager::from_config(pg, tokio_postgres::NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        pg
+    }
+
+    /// A connection pool for one worker: its connections' tasks then live on that worker's runtime.
+    pub fn pool(&self) -> Pool {
+        let manager = Manager::from_config(
+            self.postgres(),
+            tokio_postgres::NoTls,
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
         let timeout = Some(self.settings.db_timeout);
         Pool::builder(manager)
             .max_size(self.settings.pool_size)
@@ -69,9 +78,11 @@ impl Shared {
             .unwrap_or_else(|e| unreachable!("a pool with a runtime always builds: {e}"))
     }
 
-    /// The per-worker service.
+    /// The per-worker service: its pool, and its one pipelined connection for reads by id, which must answer
+    /// within the database timeout.
     pub fn service(self: &Arc<Self>) -> api::Scribe {
-        api::Scribe::new(self.clone(), Arc::new(store::Store::new(self.pool(), self.ensured.clone())))
+        let reader = pg_reader::Reader::new(self.postgres(), self.settings.db_timeout);
+        api::Scribe::new(self.clone(), std::rc::Rc::new(store::Store::new(self.pool(), reader, self.ensured.clone())))
     }
 }
 

@@ -10,12 +10,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deadpool_postgres::{GenericClient, Pool};
-use serde_json::{Map, Value};
-use tokio_postgres::types::{ToSql, Type};
+use pg_reader::{ReadError, Reader};
+use serde_json::Value;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, error::SqlState};
 
 use crate::error::ApiError;
 use crate::history;
+use crate::row_text::row_text;
 
 /// A validated table name (lower-case, `[a-z_][a-z0-9_]*`, short enough for `<name>_history`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -94,8 +96,11 @@ impl Ensured {
     }
 }
 
+/// One worker's PostgreSQL side: reads by id go through its one pipelined connection ([`Reader`]); writes
+/// (a transaction each, which needs a connection of its own), scans and DDL through its pool.
 pub struct Store {
     pool: Pool,
+    reader: Reader,
     ensured: Arc<Ensured>,
 }
 
@@ -138,8 +143,8 @@ impl Envelope {
 }
 
 impl Store {
-    pub fn new(pool: Pool, ensured: Arc<Ensured>) -> Self {
-        Store { pool, ensured }
+    pub fn new(pool: Pool, reader: Reader, ensured: Arc<Ensured>) -> Self {
+        Store { pool, reader, ensured }
     }
 
     pub fn pool(&self) -> &Pool {
@@ -176,10 +181,10 @@ impl Store {
         Ok(())
     }
 
-    /// Inserts a record and its creation history in one transaction; returns the row. When the table was
+    /// Inserts a record and its creation history in one transaction; returns the row's JSON. When the table was
     /// dropped underneath us (by another instance, or our own statement cache is stale), it is recreated and
     /// the write retried once.
-    pub async fn create(&self, table: &Table, version: u64, envelope: &Envelope) -> Result<Value, ApiError> {
+    pub async fn create(&self, table: &Table, version: u64, envelope: &Envelope) -> Result<String, ApiError> {
         match self.create_once(table, version, envelope).await {
             Err(Attempt::Gone) => {
                 self.table_gone(table);
@@ -189,7 +194,7 @@ impl Store {
         }
     }
 
-    async fn create_once(&self, table: &Table, version: u64, envelope: &Envelope) -> Result<Value, Attempt> {
+    async fn create_once(&self, table: &Table, version: u64, envelope: &Envelope) -> Result<String, Attempt> {
         self.ensure(table, version).await?;
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(attempt)?;
@@ -201,8 +206,7 @@ impl Store {
             .await
             .map_err(attempt)?;
         let row = tx.query_one(&insert, &envelope.params()).await.map_err(attempt)?;
-        let (id, json) = (row_id(&row)?, row_to_json(&row)?);
-        let text = serde_json::to_string(&json).map_err(|e| Attempt::Failed(ApiError::Internal(e.to_string())))?;
+        let (id, text) = (row_id(&row)?, row_text(&row)?);
         let patches = Value::Array(vec![Value::String(history::creation_patch(&text))]);
         let history = tx
             .prepare_cached(&format!("INSERT INTO {} (foreignkey, patches) VALUES ($1, $2)", table.history()))
@@ -210,18 +214,18 @@ impl Store {
             .map_err(attempt)?;
         tx.execute(&history, &[&id, &patches]).await.map_err(attempt)?;
         tx.commit().await.map_err(attempt)?;
-        Ok(json)
+        Ok(text)
     }
 
-    /// Updates a record and appends the patch back to its previous version, in one transaction.
-    /// `None` when there is no such record. Retried once when the table vanished underneath, like `create`.
+    /// Updates a record and appends the patch back to its previous version, in one transaction; returns the
+    /// row's JSON, `None` when there is no such record. Retried once when the table vanished underneath, like `create`.
     pub async fn update(
         &self,
         table: &Table,
         version: u64,
         id: i32,
         envelope: &Envelope,
-    ) -> Result<Option<Value>, ApiError> {
+    ) -> Result<Option<String>, ApiError> {
         match self.update_once(table, version, id, envelope).await {
             Err(Attempt::Gone) => {
                 self.table_gone(table);
@@ -237,7 +241,7 @@ impl Store {
         version: u64,
         id: i32,
         envelope: &Envelope,
-    ) -> Result<Option<Value>, Attempt> {
+    ) -> Result<Option<String>, Attempt> {
         self.ensure(table, version).await?;
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(attempt)?;
@@ -246,8 +250,7 @@ impl Store {
             .await
             .map_err(attempt)?;
         let Some(old) = tx.query_opt(&select, &[&id]).await.map_err(attempt)? else { return Ok(None) };
-        let old_text = serde_json::to_string(&row_to_json(&old)?)
-            .map_err(|e| Attempt::Failed(ApiError::Internal(e.to_string())))?;
+        let old_text = row_text(&old)?;
         let update = tx
             .prepare_cached(&format!(
                 "UPDATE {} SET (data, date_created, date_modified, created_by, modified_by) = ($1, $2, $3, $4, $5) WHERE id = $6 RETURNING *",
@@ -257,8 +260,7 @@ impl Store {
             .map_err(attempt)?;
         let p = envelope.params();
         let row = tx.query_one(&update, &[p[0], p[1], p[2], p[3], p[4], &id]).await.map_err(attempt)?;
-        let json = row_to_json(&row)?;
-        let new_text = serde_json::to_string(&json).map_err(|e| Attempt::Failed(ApiError::Internal(e.to_string())))?;
+        let new_text = row_text(&row)?;
         let patch = history::update_patch(&new_text, &old_text);
         let existing = tx
             .prepare_cached(&format!(
@@ -291,11 +293,11 @@ impl Store {
             }
         }
         tx.commit().await.map_err(attempt)?;
-        Ok(Some(json))
+        Ok(Some(new_text))
     }
 
     /// Rows of a query, as JSON objects in column order. A missing table reads as no rows.
-    pub async fn select(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Value>, ApiError> {
+    pub async fn select(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<String>, ApiError> {
         let client = self.client().await?;
         let statement = match client.prepare_cached(sql).await {
             Ok(s) => s,
@@ -311,14 +313,32 @@ impl Store {
             }
             Err(e) => return Err(query_error(e)),
         };
-        rows.iter().map(row_to_json).collect()
+        rows.iter().map(row_text).collect()
+    }
+
+    /// The rows of a read bounded by a key (one record, or the few rows that refer to it), on the worker's
+    /// pipelined connection. A missing table reads as no rows, as in `select`.
+    pub async fn point(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<String>, ApiError> {
+        self.point_rows(sql, params).await?.iter().map(row_text).collect()
+    }
+
+    async fn point_rows(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, ApiError> {
+        match self.reader.query(sql, params).await {
+            Ok(rows) => Ok(rows),
+            Err(ReadError::Query(e)) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => Ok(Vec::new()),
+            Err(ReadError::Query(e)) => Err(query_error(e)),
+            Err(e @ ReadError::Unreachable(_)) => Err(ApiError::Unavailable(e.to_string())),
+        }
     }
 
     /// The history patches of one record (empty when none or the table is missing).
     pub async fn patches(&self, table: &Table, id: i32) -> Result<Vec<String>, ApiError> {
         let sql = format!("SELECT patches FROM {} WHERE foreignkey = $1 ORDER BY id LIMIT 1", table.history());
-        let rows = self.select(&sql, &[&id]).await?;
-        let patches = rows.first().and_then(|r| r.get("patches")).and_then(Value::as_array);
+        let patches: Option<Value> = match self.point_rows(&sql, &[&id]).await?.first() {
+            Some(row) => row.try_get(0).map_err(|e| ApiError::Internal(format!("patches: {e}")))?,
+            None => None,
+        };
+        let patches = patches.as_ref().and_then(Value::as_array);
         Ok(patches.map(|p| p.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default())
     }
 
@@ -434,32 +454,6 @@ fn query_error(e: tokio_postgres::Error) -> ApiError {
         }
         _ => db_error(e),
     }
-}
-
-/// A row as the Node peers serialize it: columns in table order; timestamps UTC with milliseconds and Z.
-pub fn row_to_json(row: &Row) -> Result<Value, ApiError> {
-    let mut out = Map::with_capacity(row.len());
-    for (i, column) in row.columns().iter().enumerate() {
-        let value = match *column.type_() {
-            Type::INT2 => row.try_get::<_, Option<i16>>(i).map(|v| v.map(Value::from)),
-            Type::INT4 => row.try_get::<_, Option<i32>>(i).map(|v| v.map(Value::from)),
-            Type::INT8 => row.try_get::<_, Option<i64>>(i).map(|v| v.map(Value::from)),
-            Type::FLOAT4 => row.try_get::<_, Option<f32>>(i).map(|v| v.map(|f| Value::from(f64::from(f)))),
-            Type::FLOAT8 => row.try_get::<_, Option<f64>>(i).map(|v| v.map(Value::from)),
-            Type::BOOL => row.try_get::<_, Option<bool>>(i).map(|v| v.map(Value::from)),
-            Type::JSON | Type::JSONB => row.try_get::<_, Option<Value>>(i),
-            Type::TIMESTAMPTZ => row
-                .try_get::<_, Option<chrono::DateTime<chrono::Utc>>>(i)
-                .map(|v| v.map(|d| Value::String(d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()))),
-            Type::TIMESTAMP => row
-                .try_get::<_, Option<chrono::NaiveDateTime>>(i)
-                .map(|v| v.map(|d| Value::String(d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()))),
-            _ => row.try_get::<_, Option<String>>(i).map(|v| v.map(Value::String)),
-        }
-        .map_err(|e| ApiError::Internal(format!("column {}: {e}", column.name())))?;
-        out.insert(column.name().to_string(), value.unwrap_or(Value::Null));
-    }
-    Ok(Value::Object(out))
 }
 
 #[cfg(test)]

@@ -123,7 +123,6 @@ pub fn settings(db: &Path, database_url: Option<&str>) -> Settings {
         addr: "127.0.0.1:0".parse().expect("addr"),
         db: DbOptions { path: db.to_path_buf(), busy_timeout: Duration::from_millis(100) },
         postgres: database_url.map(|u| u.parse().expect("a Postgres URL")),
-        pool_size: 4,
         pg_timeout: Duration::from_secs(2),
     }
 }
