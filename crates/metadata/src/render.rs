@@ -58,14 +58,14 @@ pub fn render(id: &str, region: &str, row: &Row<'_>, out: &mut Vec<u8>) -> Resul
     out.extend_from_slice(b",\"channel\":");
     push_opt_str(out, row.channel);
     out.extend_from_slice(b",\"title\":");
-    push_opt_str(out, locale.title.as_deref());
+    push_parsed_str(out, locale.title.as_ref());
     out.extend_from_slice(b",\"description\":");
-    push_opt_str(out, locale.description.as_deref());
+    push_parsed_str(out, locale.description.as_ref());
     out.extend_from_slice(b",\"duration\":\"");
     push_duration(out, row.duration_s.unwrap_or(0));
     out.extend_from_slice(b"\",\"views\":");
     match row.views {
-        Some(views) => out.extend_from_slice(views.to_string().as_bytes()),
+        Some(views) => push_integer(out, views),
         None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(if trending { b",\"trending\":true}" } else { b",\"trending\":false}" });
@@ -83,11 +83,11 @@ fn push_duration(out: &mut Vec<u8>, seconds: i64) {
     let s = seconds.max(0);
     let (hours, minutes, secs) = (s / 3600, s % 3600 / 60, s % 60);
     if hours > 0 {
-        out.extend_from_slice(hours.to_string().as_bytes());
+        push_integer(out, hours);
         out.push(b':');
         push_two_digits(out, minutes);
     } else {
-        out.extend_from_slice(minutes.to_string().as_bytes());
+        push_integer(out, minutes);
     }
     out.push(b':');
     push_two_digits(out, secs);
@@ -96,6 +96,28 @@ fn push_duration(out: &mut Vec<u8>, seconds: i64) {
 fn push_two_digits(out: &mut Vec<u8>, n: i64) {
     out.push(b'0' + (n / 10) as u8);
     out.push(b'0' + (n % 10) as u8);
+}
+
+/// Without the allocation `to_string` makes.
+fn push_integer(out: &mut Vec<u8>, n: i64) {
+    use std::io::Write;
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "{n}");
+}
+
+/// A string serde_json took out of `locales`. Borrowed means the JSON text held it without escapes, and
+/// serde_json refuses raw control characters, so it is written as it stood; an unescaped (owned) one is
+/// escaped again.
+fn push_parsed_str(out: &mut Vec<u8>, s: Option<&Cow<'_, str>>) {
+    match s {
+        Some(Cow::Borrowed(s)) => {
+            out.push(b'"');
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'"');
+        }
+        Some(Cow::Owned(s)) => push_str(out, s),
+        None => out.extend_from_slice(b"null"),
+    }
 }
 
 fn push_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
@@ -158,10 +180,10 @@ impl<'de> Visitor<'de> for PickLocales<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut picked = Picked::default();
         // Later duplicates win, as with JSON.parse.
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if key == self.region {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            if *key == *self.region.as_bytes() {
                 picked.region = Some(map.next_value::<Locale<'de>>()?);
-            } else if key == DEFAULT_REGION {
+            } else if *key == *DEFAULT_REGION.as_bytes() {
                 picked.en = Some(map.next_value::<Locale<'de>>()?);
             } else {
                 map.next_value::<IgnoredAny>()?;
@@ -189,10 +211,10 @@ impl<'de> Visitor<'de> for LocaleVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut locale = Locale::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             match &*key {
-                "title" => locale.title = map.next_value::<MaybeStr<'de>>()?.0,
-                "description" => locale.description = map.next_value::<MaybeStr<'de>>()?.0,
+                b"title" => locale.title = map.next_value::<MaybeStr<'de>>()?.0,
+                b"description" => locale.description = map.next_value::<MaybeStr<'de>>()?.0,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -223,6 +245,39 @@ impl<'de> Visitor<'de> for LocaleVisitor {
     }
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
         Ok(Locale::default())
+    }
+}
+
+/// An object key, as bytes: keys are compared, never written, so serde_json unescapes them without checking
+/// their UTF-8 (a tenth of the lookup went to checking every region's key).
+struct Key<'de>(Cow<'de, [u8]>);
+
+impl<'de> de::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_bytes(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_borrowed_bytes<E>(self, b: &'de [u8]) -> Result<Self::Value, E> {
+        Ok(Key(Cow::Borrowed(b)))
+    }
+    fn visit_bytes<E>(self, b: &[u8]) -> Result<Self::Value, E> {
+        Ok(Key(Cow::Owned(b.to_vec())))
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(Key(Cow::Borrowed(s.as_bytes())))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Key(Cow::Owned(s.as_bytes().to_vec())))
     }
 }
 
@@ -343,6 +398,14 @@ mod tests {
         }
         let row = Row { channel: None, duration_s: None, views: None, locales: None };
         assert!(render("x", "en", &row, &mut Vec::new()).is_err(), "NULL locales");
+    }
+
+    #[test]
+    fn escaped_keys_are_the_keys_they_spell() {
+        let locales = r#"{"\u0065n":{"\u0074itle":"e","description":"d"},"j\u0061":{"title":"j"}}"#;
+        let row = Row { channel: None, duration_s: None, views: None, locales: Some(locales.as_bytes()) };
+        assert!(body("i", "ko", row).contains(r#""title":"e","description":"d""#));
+        assert!(body("i", "ja", row).contains(r#""title":"j","description":null"#));
     }
 
     #[test]
