@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serve::push_json_str;
 
 /// The region used when the request names none (or an empty one), and the fallback locale.
 pub const DEFAULT_REGION: &str = "en";
@@ -54,7 +55,7 @@ pub fn render(id: &str, region: &str, row: &Row<'_>, out: &mut Vec<u8>) -> Resul
     let trending = has_region && row.views.is_some_and(|v| v > TRENDING_VIEWS);
 
     out.extend_from_slice(b"{\"id\":");
-    push_str(out, id);
+    push_json_str(out, id);
     out.extend_from_slice(b",\"channel\":");
     push_opt_str(out, row.channel);
     out.extend_from_slice(b",\"title\":");
@@ -115,29 +116,15 @@ fn push_parsed_str(out: &mut Vec<u8>, s: Option<&Cow<'_, str>>) {
             out.extend_from_slice(s.as_bytes());
             out.push(b'"');
         }
-        Some(Cow::Owned(s)) => push_str(out, s),
+        Some(Cow::Owned(s)) => push_json_str(out, s),
         None => out.extend_from_slice(b"null"),
     }
 }
 
 fn push_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
-        Some(s) => push_str(out, s),
+        Some(s) => push_json_str(out, s),
         None => out.extend_from_slice(b"null"),
-    }
-}
-
-/// serde_json escapes exactly what `JSON.stringify` does for well-formed strings: `"`, `\`, and control
-/// characters (`\b \f \n \r \t` by name, the rest as lower-case `\u00xx`); U+2028/2029 and non-ASCII stay raw.
-fn push_str(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    } else if let Err(e) = serde_json::to_writer(&mut *out, s) {
-        // Writing to a Vec cannot fail; keep the body valid JSON regardless.
-        tracing::error!(error = %e, "string failed to serialize");
-        out.extend_from_slice(b"null");
     }
 }
 

@@ -146,10 +146,7 @@ impl Reader {
         }
         let (client, connection) = self.config.connect(tokio_postgres::NoTls).await.map_err(|e| {
             let cause = std::error::Error::source(&e);
-            let message = match cause {
-                Some(cause) => format!("connect: {e}: {cause}"),
-                None => format!("connect: {e}"),
-            };
+            let message = format!("connect: {}", described(&e));
             // The config's connect timeout: as costly as a read that ran out of time.
             let timed_out = cause
                 .and_then(|c| c.downcast_ref::<std::io::Error>())
@@ -201,9 +198,14 @@ impl Failure {
         if e.as_db_error().is_some() && !e.is_closed() {
             return Failure::Answered(e);
         }
-        Failure::Connection(match std::error::Error::source(&e) {
-            Some(cause) => format!("{e}: {cause}"),
-            None => e.to_string(),
-        })
+        Failure::Connection(described(&e))
+    }
+}
+
+/// A tokio-postgres error with its cause ("error connecting to server" alone says little).
+fn described(e: &tokio_postgres::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
     }
 }

@@ -212,11 +212,11 @@ impl Scribe {
     }
 
     /// timeMachine, then groupBy, as the original applies them.
-    async fn finish(&self, table: &Table, rows: Vec<String>, params: &ListParams) -> Result<Response, ApiError> {
+    async fn finish(&self, table: &Table, texts: Vec<String>, params: &ListParams) -> Result<Response, ApiError> {
         if params.time_machine.is_none() && params.group_by.is_none() {
-            return Ok(ok_rows(&rows));
+            return Ok(ok_rows(&texts));
         }
-        let mut rows = rows.iter().map(|r| row_value(r)).collect::<Result<Vec<Value>, ApiError>>()?;
+        let mut rows = texts.iter().map(|r| row_value(r)).collect::<Result<Vec<Value>, ApiError>>()?;
         if let Some(tm) = &params.time_machine {
             let key = tm.get("key").and_then(Value::as_str);
             let at = tm.get("timestamp").and_then(Value::as_str);
@@ -224,8 +224,8 @@ impl Scribe {
                 let at = parse_time(at)
                     .ok_or_else(|| ApiError::BadRequest(format!("timeMachine timestamp {at:?} is not ISO 8601")))?;
                 let mut out = Vec::with_capacity(rows.len());
-                for row in &rows {
-                    let mut versions = self.versions(table, row).await?;
+                for (text, row) in texts.iter().zip(&rows) {
+                    let mut versions = self.versions(table, text, row).await?;
                     versions.sort_by_key(|v| {
                         std::cmp::Reverse(get_path(key, v).and_then(Value::as_str).and_then(parse_time))
                     });
@@ -257,14 +257,14 @@ impl Scribe {
         Ok(ok_json(&Value::Array(rows)))
     }
 
-    /// A record's versions, newest first, rebuilt from its history patches.
-    async fn versions(&self, table: &Table, row: &Value) -> Result<Vec<Value>, ApiError> {
+    /// A record's versions, newest first, rebuilt from its history patches: `text` is the row as stored
+    /// text (what the patches were made from), `row` the same parsed.
+    async fn versions(&self, table: &Table, text: &str, row: &Value) -> Result<Vec<Value>, ApiError> {
         let Some(id) = row.get("id").and_then(Value::as_i64).and_then(|i| i32::try_from(i).ok()) else {
             return Ok(vec![row.clone()]);
         };
         let patches = self.store.patches(table, id).await?;
-        let current = serde_json::to_string(row).map_err(|e| ApiError::Internal(e.to_string()))?;
-        Ok(crate::history::versions(&current, &patches).iter().filter_map(|v| serde_json::from_str(v).ok()).collect())
+        Ok(crate::history::versions(text, &patches).iter().filter_map(|v| serde_json::from_str(v).ok()).collect())
     }
 
     async fn history(&self, segments: &[&str], id: &str) -> Result<Response, ApiError> {
@@ -272,7 +272,7 @@ impl Scribe {
         let id = parse_id(id)?;
         let rows = self.store.point(&format!("SELECT * FROM \"{}\" WHERE id = $1", table.name()), &[&id]).await?;
         let Some(row) = rows.first() else { return Ok(ok_rows(&[])) };
-        Ok(ok_json(&Value::Array(self.versions(&table, &row_value(row)?).await?)))
+        Ok(ok_json(&Value::Array(self.versions(&table, row, &row_value(row)?).await?)))
     }
 
     async fn delete(&self, segments: &[&str], id: &str) -> Result<Response, ApiError> {

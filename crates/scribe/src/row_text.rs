@@ -8,6 +8,7 @@
 use std::io::Write;
 
 use chrono::{Datelike, Timelike};
+use serve::push_json_str;
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
 
@@ -21,7 +22,7 @@ pub fn row_text(row: &Row) -> Result<String, ApiError> {
         if i > 0 {
             out.push(b',');
         }
-        push_str(&mut out, column.name());
+        push_json_str(&mut out, column.name());
         out.push(b':');
         push_value(&mut out, row, i, column.type_())
             .map_err(|e| ApiError::Internal(format!("column {}: {e}", column.name())))?;
@@ -65,7 +66,7 @@ fn push_value(out: &mut Vec<u8>, row: &Row, i: usize, ty: &Type) -> Result<(), C
             None => out.extend_from_slice(b"null"),
         },
         _ => match row.try_get::<_, Option<&str>>(i)? {
-            Some(text) => push_str(out, text),
+            Some(text) => push_json_str(out, text),
             None => out.extend_from_slice(b"null"),
         },
     }
@@ -91,17 +92,6 @@ fn push_time(out: &mut Vec<u8>, at: chrono::NaiveDateTime) {
         let _ = write!(out, "{}", at.format("%Y-%m-%dT%H:%M:%S%.3fZ"));
     }
     out.push(b'"');
-}
-
-fn push_str(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    } else {
-        // Writing to a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, s);
-    }
 }
 
 /// A `jsonb` value's text, borrowed from the row (binary format: a version byte, 1, then the text).

@@ -31,7 +31,9 @@ pub use connection::{PeerAddr, serve_connection};
 pub use limits::{Limits, ServeArgs};
 pub use listen::bind_reuseport;
 pub use reply::{Handled, Handler, Reply};
-pub use response::{error, json, json_bytes, method_not_allowed, not_found, payload_too_large, unavailable};
+pub use response::{
+    error, json, json_bytes, method_not_allowed, not_found, payload_too_large, push_json_str, unavailable,
+};
 pub use server::{Server, serve_until_signal};
 pub use signal::ShutdownSignal;
 pub use telemetry::init_tracing;

@@ -14,6 +14,21 @@ pub fn json_bytes(status: StatusCode, body: impl Into<Bytes>) -> Response {
     res
 }
 
+/// Appends `s` as a JSON string. serde_json escapes exactly what `JSON.stringify` does for well-formed
+/// strings: `"`, `\`, and control characters (`\b \f \n \r \t` by name, the rest as lower-case `\u00xx`);
+/// U+2028/2029 and non-ASCII stay raw. Strings with nothing to escape (most) are copied without serde_json.
+pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else if let Err(e) = serde_json::to_writer(&mut *out, s) {
+        // Writing to a Vec cannot fail; keep the body valid JSON regardless.
+        tracing::error!(error = %e, "string failed to serialize");
+        out.extend_from_slice(b"null");
+    }
+}
+
 /// A JSON response. Serializing a `serde_json::Value` or a derived struct cannot fail, so neither can this.
 pub fn json<T: serde::Serialize + ?Sized>(status: StatusCode, value: &T) -> Response {
     match serde_json::to_vec(value) {
