@@ -37,6 +37,9 @@ pub enum Cmd {
     Calibrate(crate::calibrate::CalibrateArgs),
     /// Container image size and start time of docker-compose.yml's images, with the local Docker engine
     Images(crate::images::ImagesArgs),
+    /// Internal: the reaper compare starts for itself (kills compare's children if compare dies)
+    #[command(hide = true)]
+    Reap,
 }
 
 #[derive(Debug, Clone, Args)]

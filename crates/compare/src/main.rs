@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Some(Cmd::Report(args)) => report::command(&args),
         Some(Cmd::Calibrate(args)) => calibrate::command(&args),
         Some(Cmd::Images(args)) => images::command(&args),
+        Some(Cmd::Reap) => compare::process::reap(),
         None => run::command(&cli.run),
     }
 }

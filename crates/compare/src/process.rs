@@ -5,26 +5,58 @@
 //! Why process groups: a server's tree is ours to clean up even when its leader exits first, and a terminal
 //! Ctrl-C goes to the terminal's foreground group, so it reaches compare and not the servers: compare stops
 //! them itself, in order, and records nothing half-measured.
+//!
+//! When compare cannot clean up (SIGKILL, the OOM killer, an abort), the reaper does: a second compare
+//! process (`compare reap`, started first, in a group of its own) that compare tells every group it starts
+//! and reaps over a pipe. When compare dies, however it dies, the kernel closes the pipe, and the reaper kills
+//! every group still listed. Not `PR_SET_PDEATHSIG`: it reaches only the direct child, not a Node cluster's
+//! workers or PostgreSQL's backends, and it fires when the spawning *thread* exits, not the process.
 
 use std::collections::BTreeSet;
-use std::io;
+use std::io::{self, BufRead, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, ChildStdin, Command, ExitCode, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group};
 
-/// Process groups (the leader's pid) of children not yet reaped. A pid stays ours until it is reaped, and
-/// reaping happens under this lock, so the signal thread never signals a recycled pid.
-static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+/// Process groups (the leader's pid) of children not yet reaped, and the pipe to the reaper that mirrors
+/// them. A pid stays ours until it is reaped, and reaping happens under this lock, so the signal thread never
+/// signals a recycled pid (and the reaper hears of a reaped group before the pid can be reused).
+static LIVE: Mutex<Live> = Mutex::new(Live { groups: BTreeSet::new(), reaper: None });
+
+struct Live {
+    groups: BTreeSet<i32>,
+    /// The reaper's stdin, once [`start_reaper`] ran; writes to it fail harmlessly if the reaper is gone.
+    reaper: Option<ChildStdin>,
+}
+
+impl Live {
+    fn insert(&mut self, pgid: i32) {
+        self.groups.insert(pgid);
+        self.tell_reaper('+', pgid);
+    }
+
+    fn remove(&mut self, pgid: i32) {
+        self.groups.remove(&pgid);
+        self.tell_reaper('-', pgid);
+    }
+
+    fn tell_reaper(&mut self, op: char, pgid: i32) {
+        if let Some(pipe) = &mut self.reaper {
+            // One short line per write: atomic on a pipe (under PIPE_BUF).
+            let _ = pipe.write_all(format!("{op}{pgid}\n").as_bytes());
+        }
+    }
+}
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// How long a SIGKILLed child may take to be reaped before we give up on it (and say so).
 const REAP_GRACE: Duration = Duration::from_secs(5);
 
-fn live() -> MutexGuard<'static, BTreeSet<i32>> {
+fn live() -> MutexGuard<'static, Live> {
     // A panic while holding the lock leaves the set itself consistent (inserts and removes are atomic).
     LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -48,14 +80,50 @@ pub fn check_interrupted() -> anyhow::Result<()> {
 
 /// Number of children started and not yet reaped (the tests check it returns to zero).
 pub fn live_count() -> usize {
-    live().len()
+    live().groups.len()
 }
 
 /// SIGKILL to every live child's process group.
 pub fn kill_all() {
-    for pgid in live().iter() {
+    for pgid in live().groups.iter() {
         kill_group(*pgid);
     }
+}
+
+/// Starts the reaper (`compare reap`) before any child: the same binary, in a process group of its own so a
+/// signal meant for compare's group does not reach it, reading compare's announcements on its stdin.
+/// Nothing to reap from before this, so a failure leaves compare as safe as it was without it.
+pub fn start_reaper() -> io::Result<()> {
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.arg("reap").stdin(Stdio::piped()).stdout(Stdio::null()).process_group(0);
+    let mut reaper = cmd.spawn()?;
+    let pipe = reaper.stdin.take().ok_or_else(|| io::Error::other("the reaper has no stdin"))?;
+    live().reaper = Some(pipe);
+    // Not waited for: it exits when compare does (its stdin closes), and init reaps it then.
+    drop(reaper);
+    Ok(())
+}
+
+/// `compare reap`: the reaper's side. Follows the `+pgid` / `-pgid` lines on stdin until compare is gone
+/// (end of file: compare exited, normally or not, and the kernel closed its end), then SIGKILLs every group
+/// still listed. After a normal exit none is.
+pub fn reap() -> ExitCode {
+    let mut groups = BTreeSet::new();
+    for line in io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        match (line.get(..1), line.get(1..).and_then(|n| n.parse::<i32>().ok())) {
+            (Some("+"), Some(pgid)) => groups.insert(pgid),
+            (Some("-"), Some(pgid)) => groups.remove(&pgid),
+            _ => continue,
+        };
+    }
+    for pgid in &groups {
+        kill_group(*pgid);
+    }
+    if !groups.is_empty() {
+        eprintln!("compare reap: compare died with {} child group(s) running; killed them", groups.len());
+    }
+    ExitCode::SUCCESS
 }
 
 /// Installs the SIGINT/SIGTERM/SIGHUP handler: the first signal sets the interrupted flag and kills every
@@ -100,8 +168,8 @@ pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(move |info| {
         // try_lock: the panicking thread may itself hold the lock.
         match LIVE.try_lock() {
-            Ok(set) => set.iter().for_each(|pgid| kill_group(*pgid)),
-            Err(TryLockError::Poisoned(p)) => p.into_inner().iter().for_each(|pgid| kill_group(*pgid)),
+            Ok(live) => live.groups.iter().for_each(|pgid| kill_group(*pgid)),
+            Err(TryLockError::Poisoned(p)) => p.into_inner().groups.iter().for_each(|pgid| kill_group(*pgid)),
             Err(TryLockError::WouldBlock) => {}
         }
         default(info);
@@ -109,10 +177,14 @@ pub fn install_panic_hook() {
 }
 
 /// Before compare starts any child: itself pinned to the loader's cores (readiness polls and /proc reads stay
-/// off the server's; a failure is only a warning), and every child killed on a panic or a signal.
+/// off the server's; a failure is only a warning), every child killed on a panic or a signal, and the reaper
+/// started (on those cores too) for a death compare cannot handle.
 pub fn take_charge(loader_cores: &str) -> anyhow::Result<()> {
     if let Err(e) = crate::procfs::pin_self(loader_cores) {
         eprintln!("warning: could not pin compare to cores {loader_cores}: {e}");
+    }
+    if let Err(e) = start_reaper() {
+        eprintln!("warning: could not start the reaper ({e}): a SIGKILLed compare would leave its children running");
     }
     install_panic_hook();
     install_signal_handler().map_err(|e| e.context("installing the signal handler"))
@@ -176,7 +248,7 @@ impl Spawned {
         if let Some(status) = status {
             // The group id cannot be reused while members remain, so this reaches only our leftovers.
             kill_group(self.pgid);
-            live.remove(&self.pgid);
+            live.remove(self.pgid);
             self.status = Some(status);
         }
         Ok(status)
@@ -222,7 +294,7 @@ impl Spawned {
                 }
             }
         }
-        live.remove(&self.pgid);
+        live.remove(self.pgid);
         self.status
     }
 }

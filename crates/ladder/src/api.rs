@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode};
-use http_body_util::BodyExt;
 use serde::Serialize;
 use serve::{Reply, Request, Response};
 
@@ -60,12 +59,9 @@ impl serve::Handler for Ladder {
 impl Ladder {
     /// Every rung does what the one below it does, then its own step.
     async fn climb(self, rung: Rung, req: Request) -> Response {
-        let body: Bytes = match req.into_body().collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-                return serve::payload_too_large(self.shared.body_limit);
-            }
-            Err(_) => return serve::error(StatusCode::BAD_REQUEST, "could not read the request body"),
+        let body = match serve::read_body(req.into_body(), self.shared.body_limit).await {
+            Ok(body) => body,
+            Err(e) => return e.into_response(),
         };
         let id = match self.shared.validator.check(&body) {
             Ok(id) => id,

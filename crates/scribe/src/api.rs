@@ -9,9 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{Method, StatusCode};
-use http_body_util::BodyExt;
 use serde_json::{Map, Value};
 use serve::{Request, Response};
 use tokio_postgres::types::ToSql;
@@ -390,16 +388,10 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The request body as JSON: `None` when empty; 413 past the limit; 400 when not JSON (serde_json also caps
-/// nesting depth, so deeply nested bodies are a 400, not a stack overflow).
+/// The request body as JSON: `None` when empty; 413 past the limit, 408 when it arrives too slowly; 400 when
+/// not JSON (serde_json also caps nesting depth, so deeply nested bodies are a 400, not a stack overflow).
 async fn read_json(req: Request, limit: u64) -> Result<Option<Value>, ApiError> {
-    let body: Bytes = match req.into_body().collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-            return Err(ApiError::TooLarge(limit));
-        }
-        Err(_) => return Err(ApiError::BadRequest("could not read the request body".into())),
-    };
+    let body = serve::read_body(req.into_body(), limit).await.map_err(ApiError::Body)?;
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }

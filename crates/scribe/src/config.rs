@@ -122,6 +122,12 @@ impl Config {
             .redis_url
             .unwrap_or_else(|| format!("redis://{}:{}/{}", self.redis_host, self.redis_port, self.redis_schema_db));
         redis::Client::open(redis_url.as_str()).map_err(|e| format!("REDIS_URL {redis_url:?}: {e}"))?;
+        if self.serve.body_limit.is_some() {
+            // serve's own flag would be silently overridden by the original's name for the same setting.
+            return Err("scribe-rs takes its body limit as --payload-limit / SCRIBE_APP_PAYLOAD_LIMIT (default \
+                        50mb), not --body-limit / SCRIBE_APP_BODY_LIMIT"
+                .into());
+        }
         if let Some(token) = &self.sql_token
             && token.len() < 16
         {

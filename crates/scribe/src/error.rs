@@ -15,8 +15,9 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Unauthorized(String),
-    #[error("request body exceeds the limit of {0} bytes")]
-    TooLarge(u64),
+    /// The body could not be read whole: too large, too slow, or cut short.
+    #[error(transparent)]
+    Body(serve::BodyError),
     /// A dependency is down or overloaded: retry later.
     #[error("{0}")]
     Unavailable(String),
@@ -34,7 +35,7 @@ impl ApiError {
             ),
             ApiError::NotFound(message) => serve::error(StatusCode::NOT_FOUND, &message),
             ApiError::Unauthorized(message) => serve::error(StatusCode::UNAUTHORIZED, &message),
-            ApiError::TooLarge(limit) => serve::payload_too_large(limit),
+            ApiError::Body(e) => e.into_response(),
             ApiError::Unavailable(detail) => {
                 tracing::warn!(%detail, "answering 503");
                 serve::unavailable("service unavailable, retry shortly")

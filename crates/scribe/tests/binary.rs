@@ -89,6 +89,9 @@ fn bad_config_exits_64_with_one_line() {
     assert_config_error(&base_with(&[("SCRIBE_APP_SCHEMA_BASE_URL", "https://schemas.example")]), &[], "https");
     assert_config_error(&base_with(&[("SCRIBE_APP_SCHEMA_DIR", "/definitely/not/here")]), &[], "/definitely/not/here");
     assert_config_error(&BASE, &["--no-such-flag"], "no-such-flag");
+    // serve's body-limit flag would be overridden by --payload-limit: refused, naming the one that works.
+    assert_config_error(&base_with(&[("SCRIBE_APP_BODY_LIMIT", "1000")]), &[], "--payload-limit");
+    assert_config_error(&BASE, &["--body-limit", "1000"], "--payload-limit");
 }
 
 #[test]

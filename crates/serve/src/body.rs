@@ -13,6 +13,55 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// have no Content-Length to check up front). The error downcasts to `http_body_util::LengthLimitError`.
 pub type RequestBody = Limited<Incoming>;
 
+/// Why a request body could not be read whole; [`BodyError::into_response`] is the answer it deserves.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    /// Longer than the body limit (a chunked body, or one whose Content-Length lied low).
+    #[error("request body exceeds the limit of {0} bytes")]
+    TooLarge(u64),
+    /// It stopped moving for `--io-timeout`, or arrived below `--min-data-rate`.
+    #[error("request body arrived too slowly")]
+    TooSlow,
+    /// Bad chunked framing, or the client closed before the end.
+    #[error("could not read the request body")]
+    Broken,
+}
+
+impl BodyError {
+    /// 413 or 408, both closing the connection (the rest of the body will not be read), or 400.
+    pub fn into_response(self) -> crate::Response {
+        match self {
+            BodyError::TooLarge(limit) => crate::payload_too_large(limit),
+            BodyError::TooSlow => crate::request_timeout(),
+            BodyError::Broken => crate::error(http::StatusCode::BAD_REQUEST, &self.to_string()),
+        }
+    }
+
+    fn classify(e: &BoxError, limit: u64) -> BodyError {
+        if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+            return BodyError::TooLarge(limit);
+        }
+        // The connection's deadlines fail the socket read with TimedOut; hyper hands that to the body as the
+        // source of its own error.
+        let timed_out = e
+            .downcast_ref::<hyper::Error>()
+            .and_then(std::error::Error::source)
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut);
+        if timed_out { BodyError::TooSlow } else { BodyError::Broken }
+    }
+}
+
+/// The whole request body. `limit` is the body limit the server was started with (it is only reported: the
+/// body fails by itself once it passes it).
+pub async fn read_body(body: RequestBody, limit: u64) -> Result<Bytes, BodyError> {
+    use http_body_util::BodyExt;
+    match body.collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) => Err(BodyError::classify(&e, limit)),
+    }
+}
+
 /// The response body of every server here.
 ///
 /// An enum rather than a boxed `dyn Body` so the common case, a small fully-known payload, costs no allocation

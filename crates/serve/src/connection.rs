@@ -45,6 +45,10 @@ pub(crate) fn http1_builder(limits: &Limits) -> http1::Builder {
     // hyper's own header-read timer would allocate and arm a timer per request; `IdleIo` enforces the same
     // deadline lazily (see its docs). The timer stays set: without one hyper would reject other timeouts.
     http.timer(TokioTimer::new()).header_read_timeout(None).max_header_size(limits.max_header_bytes).keep_alive(true);
+    // Answer a request whose client half-closed after sending it (HTTP/1.0-style clients, `nc -N`, some
+    // proxies), as nginx, Envoy and HAProxy do. hyper then stops reading while a request is in flight, so the
+    // handler's stall deadline is enforced by `ConnFuture`, not by a read that would block.
+    http.half_close(true);
     // Not `pipeline_flush(true)`: with it hyper skips the flush while unread request bytes are buffered, so a
     // 431, or a 413 answered before the body was read, would never reach the client.
     http
@@ -62,8 +66,8 @@ where
     I: AsyncRead + AsyncWrite + Unpin + 'static,
     S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
 {
-    let conn = Rc::new(ConnState::new());
-    let io = TokioIo::new(IdleIo::new(io, conn.clone(), limits));
+    let conn = Rc::new(ConnState::new(limits));
+    let io = TokioIo::new(IdleIo { io, conn: conn.clone() });
     let service = ConnService {
         app: RefCell::new(app),
         conn,
@@ -74,26 +78,127 @@ where
 }
 
 /// Per-connection bookkeeping shared by the IO wrapper and the service: whether a request is in flight, since
-/// when the connection has been waiting for one, and when the first byte of the next head arrived.
+/// when the connection has been waiting for one, when the first byte of the next head arrived, the request's
+/// data-rate window, and the one timer every deadline of the connection shares.
 struct ConnState {
     in_flight: Cell<u32>,
     idle_since: Cell<Instant>,
     head_started: Cell<Option<Instant>>,
     /// While a request is in flight: since when no byte has moved (None while bytes flow).
     stalled_since: Cell<Option<Instant>>,
+    /// While a request is arriving (from its head's first byte until its response is done): when the current
+    /// rate window began and how many bytes came in it.
+    window: Cell<Option<(Instant, u64)>>,
+    /// The last write would block: hyper may hold unwritten response bytes, so nothing else may be written.
+    write_blocked: Cell<bool>,
     /// The connection task, when it polled for a read while a request was in flight: it must be woken when
     /// the request finishes so the idle deadline gets armed (hyper will not poll the socket again by itself).
     parked: Cell<Option<std::task::Waker>>,
+    deadlines: Deadlines,
+    /// One timer for every deadline (see [`ConnState::poll_until`]), re-armed lazily: a busy connection costs
+    /// a few clock reads per request and no timer-wheel work; hyper's own header timer would allocate and arm
+    /// a timer for every request.
+    timer: RefCell<Pin<Box<Sleep>>>,
+}
+
+/// The connection's limits, as [`ConnState`] enforces them.
+struct Deadlines {
+    keep_alive: Duration,
+    header: Duration,
+    stall: Duration,
+    /// Bytes per second a request must average over each window while it arrives; 0 turns the check off.
+    min_rate: u64,
+    rate_window: Duration,
 }
 
 impl ConnState {
-    fn new() -> Self {
+    fn new(limits: &Limits) -> Self {
+        let first = limits.keep_alive_timeout.min(limits.header_timeout);
         ConnState {
             in_flight: Cell::new(0),
             idle_since: Cell::new(Instant::now()),
             head_started: Cell::new(None),
             stalled_since: Cell::new(None),
+            window: Cell::new(None),
+            write_blocked: Cell::new(false),
             parked: Cell::new(None),
+            deadlines: Deadlines {
+                keep_alive: limits.keep_alive_timeout,
+                header: limits.header_timeout,
+                stall: limits.io_timeout,
+                min_rate: limits.min_data_rate,
+                rate_window: limits.min_data_rate_window,
+            },
+            timer: RefCell::new(Box::pin(tokio::time::sleep(first))),
+        }
+    }
+
+    /// Ready once `deadline` has passed, waking the task then. Every wait of the connection (a read, a write,
+    /// the handler) shares the one timer: each pulls it earlier when its deadline is sooner, and pushes it later
+    /// only when it fired before that deadline. The earliest armed deadline therefore always holds, and whoever
+    /// it belongs to sees it pass: hyper polls every pending part of the connection on each wake of its task.
+    fn poll_until(&self, cx: &mut Context<'_>, deadline: Instant) -> Poll<()> {
+        let mut timer = self.timer.borrow_mut();
+        if timer.deadline() > deadline {
+            timer.as_mut().reset(deadline);
+        }
+        loop {
+            if timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            if Instant::now() >= deadline {
+                return Poll::Ready(());
+            }
+            timer.as_mut().reset(deadline);
+        }
+    }
+
+    /// A read while a request is in flight, any write, or the handler would block: fails once no byte has
+    /// moved for the stall deadline (`--io-timeout`). The clock is read only when a stall starts.
+    fn poll_stall(&self, cx: &mut Context<'_>, what: &'static str) -> Poll<io::Error> {
+        let since = match self.stalled_since.get() {
+            Some(since) => since,
+            None => {
+                let now = Instant::now();
+                self.stalled_since.set(Some(now));
+                now
+            }
+        };
+        self.poll_until(cx, since + self.deadlines.stall).map(|()| io::Error::new(io::ErrorKind::TimedOut, what))
+    }
+
+    /// The minimum data rate (`--min-data-rate`): while a request arrives, each window of at least
+    /// `rate_window` must bring `min_rate` bytes per second on average. Checked when a read would block and the
+    /// window has run out; a window that passes starts the next one. Averaging over a window lets an honest
+    /// client pause (TCP slow start, a busy uplink) while a trickle is cut within two windows.
+    fn poll_rate(&self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let Some((start, bytes)) = self.window.get() else { return Poll::Pending };
+        if self.deadlines.min_rate == 0 || self.poll_until(cx, start + self.deadlines.rate_window).is_pending() {
+            return Poll::Pending;
+        }
+        let now = Instant::now();
+        let owed = u128::from(self.deadlines.min_rate) * now.duration_since(start).as_millis();
+        if u128::from(bytes) * 1000 < owed {
+            return Poll::Ready(io::Error::new(io::ErrorKind::TimedOut, "request arrived below the minimum data rate"));
+        }
+        self.window.set(Some((now, 0)));
+        // Arms the timer for the next window; a window is at least a second, so this cannot be Ready.
+        let _ = self.poll_until(cx, now + self.deadlines.rate_window);
+        Poll::Pending
+    }
+
+    /// Bytes arrived: they end a stall, open the rate window (and the header deadline) at a head's first byte,
+    /// and count toward the window.
+    fn received(&self, n: usize) {
+        self.stalled_since.set(None);
+        match self.window.get() {
+            Some((start, bytes)) => self.window.set(Some((start, bytes + n as u64))),
+            None if self.in_flight.get() == 0 => {
+                let now = Instant::now();
+                self.head_started.set(Some(now));
+                self.window.set(Some((now, n as u64)));
+            }
+            None => {}
         }
     }
 }
@@ -115,6 +220,7 @@ impl Drop for InFlight {
         self.0.in_flight.set(self.0.in_flight.get() - 1);
         self.0.idle_since.set(Instant::now());
         self.0.stalled_since.set(None);
+        self.0.window.set(None);
         if let Some(waker) = self.0.parked.take() {
             waker.wake();
         }
@@ -122,88 +228,54 @@ impl Drop for InFlight {
 }
 
 /// The socket, with its deadlines. While a request is in flight: no byte may stay unmoved in either direction
-/// for `stall` (`--io-timeout`), which cuts stalled uploads, clients that stop reading, and handlers that never
-/// answer. While none is, two apply:
-/// * keep-alive: the next request's first byte must arrive within `keep_alive` of the connection going idle
-///   (accepted, or previous response done);
-/// * header: once that first byte is in, the whole head must arrive within `header`.
+/// for `--io-timeout` (a stalled upload, a client that stops reading; the handler's side is [`ConnFuture`]'s).
+/// While none is, two apply:
+/// * keep-alive: the next request's first byte must arrive within `--keep-alive-timeout` of the connection
+///   going idle (accepted, or previous response done);
+/// * header: once that first byte is in, the whole head must arrive within `--header-timeout`.
 ///
-/// When a deadline passes, reads fail with TimedOut and hyper closes the connection. Checked only when a
-/// read would block, with one timer per connection re-armed lazily (when it fires early), so a busy
-/// connection costs two clock reads per request and no timer-wheel work; hyper's own header timer would
-/// allocate and arm a timer for every request.
+/// And from a head's first byte until the request is answered, the minimum data rate
+/// ([`ConnState::poll_rate`]). When a deadline passes, reads fail with TimedOut and hyper closes the
+/// connection; a head cut short is first answered 408 (hyper answers nothing to an IO error), a body's
+/// error reaches the handler, which answers 408 ([`crate::BodyError`]). Checked only when a read would block.
 pub(crate) struct IdleIo<I> {
     io: I,
     conn: Rc<ConnState>,
-    keep_alive: Duration,
-    header: Duration,
-    stall: Duration,
-    timer: Pin<Box<Sleep>>,
 }
 
-impl<I> IdleIo<I> {
-    fn new(stream: I, conn: Rc<ConnState>, limits: &Limits) -> Self {
-        let timer = Box::pin(tokio::time::sleep(limits.keep_alive_timeout.min(limits.header_timeout)));
-        IdleIo {
-            io: stream,
-            conn,
-            keep_alive: limits.keep_alive_timeout,
-            header: limits.header_timeout,
-            stall: limits.io_timeout,
-            timer,
+impl<I: AsyncWrite + Unpin> IdleIo<I> {
+    fn poll_read_deadline(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let conn = &*self.conn;
+        let head = conn.in_flight.get() == 0 && conn.head_started.get().is_some();
+        if let Poll::Ready(e) = conn.poll_rate(cx) {
+            return Poll::Ready(self.refuse_head(cx, head, e));
         }
-    }
-
-    fn deadline(&self) -> Instant {
-        match self.conn.head_started.get() {
-            Some(started) => started + self.header,
-            None => self.conn.idle_since.get() + self.keep_alive,
+        if conn.in_flight.get() > 0 {
+            conn.parked.set(Some(cx.waker().clone()));
+            return conn.poll_stall(cx, "request stalled: no bytes moved");
         }
-    }
-
-    fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
-        if self.conn.in_flight.get() > 0 {
-            self.conn.parked.set(Some(cx.waker().clone()));
-            return self.poll_stall(cx);
-        }
-        loop {
-            let deadline = self.deadline();
-            // The timer may still be armed for a later stall deadline; never let that delay this one.
-            if self.timer.deadline() > deadline {
-                self.timer.as_mut().reset(deadline);
-            }
-            if self.timer.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            if Instant::now() >= deadline {
-                let what = if self.conn.head_started.get().is_some() { "header read" } else { "keep-alive idle" };
-                return Poll::Ready(io::Error::new(io::ErrorKind::TimedOut, format!("{what} timeout")));
-            }
-            self.timer.as_mut().reset(deadline);
-        }
-    }
-}
-
-impl<I> IdleIo<I> {
-    /// A read while a request is in flight, or any write, would block: fails once no byte has moved for
-    /// `stall`. The clock is read only when a stall starts, not while bytes flow.
-    fn poll_stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
-        let since = match self.conn.stalled_since.get() {
-            Some(since) => since,
-            None => {
-                let now = Instant::now();
-                self.conn.stalled_since.set(Some(now));
-                now
-            }
+        let deadline = match conn.head_started.get() {
+            Some(started) => started + conn.deadlines.header,
+            None => conn.idle_since.get() + conn.deadlines.keep_alive,
         };
-        let deadline = since + self.stall;
-        if self.timer.deadline() != deadline {
-            self.timer.as_mut().reset(deadline);
+        if conn.poll_until(cx, deadline).is_pending() {
+            return Poll::Pending;
         }
-        match self.timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(io::Error::new(io::ErrorKind::TimedOut, "request stalled: no bytes moved")),
-            Poll::Pending => Poll::Pending,
+        let e = io::Error::new(
+            io::ErrorKind::TimedOut,
+            if head { "header read timeout" } else { "keep-alive idle timeout" },
+        );
+        Poll::Ready(self.refuse_head(cx, head, e))
+    }
+
+    /// A head that did not arrive in time gets a 408 before the close, written here because hyper answers
+    /// nothing to an IO error. Best effort, one non-blocking write, and only when hyper holds no unwritten
+    /// response bytes it could interleave with.
+    fn refuse_head(&mut self, cx: &mut Context<'_>, head: bool, e: io::Error) -> io::Error {
+        if head && !self.conn.write_blocked.get() {
+            let _ = Pin::new(&mut self.io).poll_write(cx, crate::response::HEAD_TIMEOUT);
         }
+        e
     }
 
     /// A write that moved bytes ends a stall; one that would block (a client that stopped reading) counts
@@ -215,34 +287,35 @@ impl<I> IdleIo<I> {
         match result {
             Poll::Ready(Ok(n)) if n > 0 => {
                 self.conn.stalled_since.set(None);
+                self.conn.write_blocked.set(false);
                 Poll::Ready(Ok(n))
             }
-            Poll::Pending => match self.poll_stall(cx) {
-                Poll::Ready(e) => Poll::Ready(Err(e)),
-                Poll::Pending => Poll::Pending,
-            },
+            Poll::Pending => {
+                self.conn.write_blocked.set(true);
+                match self.conn.poll_stall(cx, "response stalled: the client stopped reading") {
+                    Poll::Ready(e) => Poll::Ready(Err(e)),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
             other => other,
         }
     }
 }
 
-impl<I: AsyncRead + Unpin> AsyncRead for IdleIo<I> {
+impl<I: AsyncRead + AsyncWrite + Unpin> AsyncRead for IdleIo<I> {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let before = buf.filled().len();
         match Pin::new(&mut this.io).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
-                let got_bytes = buf.filled().len() > before;
-                if got_bytes {
-                    this.conn.stalled_since.set(None);
-                    if this.conn.in_flight.get() == 0 && this.conn.head_started.get().is_none() {
-                        this.conn.head_started.set(Some(Instant::now()));
-                    }
+                let got = buf.filled().len() - before;
+                if got > 0 {
+                    this.conn.received(got);
                 }
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => match this.poll_deadline(cx) {
+            Poll::Pending => match this.poll_read_deadline(cx) {
                 Poll::Ready(e) => Poll::Ready(Err(e)),
                 Poll::Pending => Poll::Pending,
             },
@@ -311,7 +384,7 @@ where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
 {
     type Response = http::Response<TrackedBody>;
-    type Error = Infallible;
+    type Error = io::Error;
     type Future = ConnFuture<S::Future, tower::util::Oneshot<S, Request>>;
 
     fn call(&self, req: http::Request<Incoming>) -> Self::Future {
@@ -363,25 +436,28 @@ where
     F: Future<Output = Result<Response, Infallible>>,
     W: Future<Output = Result<Response, Infallible>>,
 {
-    type Output = Result<http::Response<TrackedBody>, Infallible>;
+    /// An error closes the connection without an answer: the handler stalled past `--io-timeout`.
+    type Output = Result<http::Response<TrackedBody>, io::Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let (response, in_flight) = match self.project() {
-            ConnFutureProj::Rejected { response, in_flight } => (response.take(), in_flight.take()),
-            ConnFutureProj::App { inner, in_flight } => match inner.poll(cx) {
-                Poll::Ready(Ok(response)) => (Some(response), in_flight.take()),
-                Poll::Ready(Err(never)) => match never {},
-                Poll::Pending => return Poll::Pending,
-            },
-            ConnFutureProj::Waiting { inner, in_flight } => match inner.poll(cx) {
-                Poll::Ready(Ok(response)) => (Some(response), in_flight.take()),
-                Poll::Ready(Err(never)) => match never {},
-                Poll::Pending => return Poll::Pending,
-            },
+        let (polled, in_flight) = match self.project() {
+            ConnFutureProj::Rejected { response, in_flight } => (Poll::Ready(response.take()), in_flight),
+            ConnFutureProj::App { inner, in_flight } => (inner.poll(cx).map(|Ok(r)| Some(r)), in_flight),
+            ConnFutureProj::Waiting { inner, in_flight } => (inner.poll(cx).map(|Ok(r)| Some(r)), in_flight),
         };
-        match (response, in_flight) {
-            (Some(response), Some(in_flight)) => {
+        match (polled, in_flight.take()) {
+            (Poll::Ready(Some(response)), Some(in_flight)) => {
                 Poll::Ready(Ok(response.map(|body| TrackedBody { body, _in_flight: in_flight })))
+            }
+            // A handler that has not answered: with half-close on, hyper does not read while it waits, so this
+            // is where a handler that never answers meets the stall deadline.
+            (Poll::Pending, Some(flight)) => {
+                let stalled = flight.0.poll_stall(cx, "handler stalled: no answer within the io timeout");
+                *in_flight = Some(flight);
+                match stalled {
+                    Poll::Ready(e) => Poll::Ready(Err(e)),
+                    Poll::Pending => Poll::Pending,
+                }
             }
             _ => panic!("ConnFuture polled after completion"),
         }

@@ -25,14 +25,15 @@ mod server;
 mod signal;
 mod telemetry;
 
-pub use body::{Body, BoxError, RequestBody};
+pub use body::{Body, BodyError, BoxError, RequestBody, read_body};
 pub use cli::{EXIT_CONFIG, command_with_env, exit_config, parse_or_exit};
 pub use connection::{PeerAddr, serve_connection};
 pub use limits::{Limits, ServeArgs};
 pub use listen::bind_reuseport;
 pub use reply::{Handled, Handler, Reply};
 pub use response::{
-    error, json, json_bytes, method_not_allowed, not_found, payload_too_large, push_json_str, unavailable,
+    error, json, json_bytes, method_not_allowed, not_found, payload_too_large, push_json_str, request_timeout,
+    unavailable,
 };
 pub use server::{Server, serve_until_signal};
 pub use signal::ShutdownSignal;

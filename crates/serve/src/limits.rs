@@ -22,8 +22,16 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 16 * 1024, value_parser = clap::value_parser!(u32).range(8192..=1024 * 1024))]
     pub max_header_bytes: u32,
     /// Largest request body in bytes; larger gets 413 (before reading, when Content-Length says so).
-    #[arg(long, default_value_t = 1024 * 1024)]
-    pub body_limit: u64,
+    /// Default: 1048576. An Option, so a server with a limit of its own can tell when it was given.
+    #[arg(long)]
+    pub body_limit: Option<u64>,
+    /// Bytes per second a request (head and body) must average over each window while it arrives; slower
+    /// gets 408 and a close. 0 turns the check off.
+    #[arg(long, default_value_t = 500)]
+    pub min_data_rate: u64,
+    /// Seconds over which the minimum data rate is averaged (at least 1).
+    #[arg(long, default_value_t = 5)]
+    pub min_data_rate_window: u64,
     /// Seconds to let in-flight requests finish after SIGTERM/SIGINT before connections are cut.
     #[arg(long, default_value_t = 10)]
     pub shutdown_timeout: u64,
@@ -37,12 +45,17 @@ impl ServeArgs {
             keep_alive_timeout: Duration::from_secs(self.keep_alive_timeout.max(1)),
             io_timeout: Duration::from_secs(self.io_timeout.max(1)),
             max_header_bytes: self.max_header_bytes as usize,
-            body_limit: self.body_limit,
+            body_limit: self.body_limit.unwrap_or(DEFAULT_BODY_LIMIT),
+            min_data_rate: self.min_data_rate,
+            min_data_rate_window: Duration::from_secs(self.min_data_rate_window.max(1)),
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
             peer_addr: false,
         }
     }
 }
+
+/// `--body-limit` when not given.
+const DEFAULT_BODY_LIMIT: u64 = 1024 * 1024;
 
 /// Resolved limits, as the server uses them. Tests build these directly.
 #[derive(Debug, Clone)]
@@ -53,6 +66,9 @@ pub struct Limits {
     pub io_timeout: Duration,
     pub max_header_bytes: usize,
     pub body_limit: u64,
+    /// Bytes per second a request must average over each `min_data_rate_window` while it arrives (0: off).
+    pub min_data_rate: u64,
+    pub min_data_rate_window: Duration,
     pub shutdown_timeout: Duration,
     /// Put the client's socket address in each request's extensions as [`crate::PeerAddr`]. Off unless a
     /// server needs it (rate limiting, request logs): it costs an allocation per request.
@@ -67,7 +83,9 @@ impl Default for Limits {
             keep_alive_timeout: Duration::from_secs(5),
             io_timeout: Duration::from_secs(30),
             max_header_bytes: 16 * 1024,
-            body_limit: 1024 * 1024,
+            body_limit: DEFAULT_BODY_LIMIT,
+            min_data_rate: 500,
+            min_data_rate_window: Duration::from_secs(5),
             shutdown_timeout: Duration::from_secs(10),
             peer_addr: false,
         }

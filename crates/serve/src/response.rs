@@ -72,6 +72,19 @@ pub fn payload_too_large(limit: u64) -> Response {
     res
 }
 
+/// 408, closing the connection: the request body stalled (`--io-timeout`) or arrived below
+/// `--min-data-rate`, so the rest of it will never be read.
+pub fn request_timeout() -> Response {
+    let mut res = error(StatusCode::REQUEST_TIMEOUT, "request body arrived too slowly");
+    res.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+    res
+}
+
+/// The 408 written straight to the socket when a request head does not arrive in time (`--header-timeout`,
+/// `--min-data-rate`): hyper answers nothing to an IO error, and no response of hyper's is in progress then.
+pub(crate) const HEAD_TIMEOUT: &[u8] = b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n\
+content-length: 43\r\nconnection: close\r\n\r\n{\"error\":\"request head arrived too slowly\"}";
+
 /// 501, closing the connection: a Transfer-Encoding other than exactly `chunked` (RFC 9112 §6.1: a server
 /// that does not understand a transfer coding answers 501). Read as chunked, `gzip, chunked` would hand the
 /// handler still-compressed bytes as if they were the body; the body was not read, so the connection closes.
@@ -79,4 +92,15 @@ pub fn unsupported_transfer_encoding() -> Response {
     let mut res = error(StatusCode::NOT_IMPLEMENTED, "only Transfer-Encoding: chunked is supported");
     res.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
     res
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_head_timeout_answer_declares_its_own_length() {
+        let text = std::str::from_utf8(super::HEAD_TIMEOUT).expect("ASCII");
+        let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
+        assert!(head.contains(&format!("content-length: {}", body.len())), "{head}");
+        assert!(serde_json::from_str::<serde_json::Value>(body).is_ok(), "{body}");
+    }
 }

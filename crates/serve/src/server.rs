@@ -1,11 +1,15 @@
 use std::convert::Infallible;
 use std::io;
+use std::mem::MaybeUninit;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::Interest;
+use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tower::Service;
 
@@ -118,7 +122,8 @@ where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
     S::Future: 'static,
 {
-    let http = http1_builder(&limits);
+    // Shared by the worker's connections, so a connection waiting for its first byte holds one pointer to it.
+    let setup = Rc::new((http1_builder(&limits), limits));
     let graceful = GracefulShutdown::new();
     loop {
         tokio::select! {
@@ -127,8 +132,13 @@ where
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    let connection = graceful.watch(connection(&http, stream, peer, &limits, app.clone()));
+                    let (setup, app, watcher, mut stop) = (setup.clone(), app.clone(), graceful.watcher(), stopped.clone());
                     tokio::task::spawn_local(async move {
+                        let (http, limits) = &*setup;
+                        if !first_byte(&stream, limits.keep_alive_timeout, &mut stop).await {
+                            return;
+                        }
+                        let connection = Box::pin(watcher.watch(connection(http, stream, peer, limits, app)));
                         if let Err(e) = connection.await {
                             tracing::debug!(error = %e, "connection ended with an error");
                         }
@@ -143,7 +153,34 @@ where
         }
     }
     drop(listener);
+    let (_, limits) = &*setup;
     if tokio::time::timeout(limits.shutdown_timeout, graceful.shutdown()).await.is_err() {
         tracing::warn!("shutdown deadline passed with connections still open; closing them");
+    }
+}
+
+/// Waits for a new connection's first byte (or its end) before hyper gets it, so a connection that sends
+/// nothing costs its socket and this small task rather than hyper's state and 8 KiB read buffer (about 11 KiB
+/// in all). False when the keep-alive deadline or the shutdown comes first: the connection is dropped.
+async fn first_byte(stream: &TcpStream, within: Duration, stopped: &mut watch::Receiver<bool>) -> bool {
+    let deadline = tokio::time::sleep(within);
+    tokio::pin!(deadline);
+    let mut probe = [MaybeUninit::<u8>::uninit()];
+    loop {
+        // A peek through tokio's readiness: usually the request is already there (clients write it right after
+        // connecting) and this is the only syscall. Would-block clears the readiness tokio assumes for an
+        // accepted stream, so `readable` below waits for the kernel's event instead of returning at once.
+        let peeked = stream.try_io(Interest::READABLE, || socket2::SockRef::from(stream).peek(&mut probe));
+        match peeked {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            // Data, end of stream or an error: hyper reads it and acts.
+            _ => return true,
+        }
+        tokio::select! {
+            biased;
+            _ = stopped.changed() => return false,
+            ready = stream.readable() => if ready.is_err() { return true },
+            () = &mut deadline => return false,
+        }
     }
 }

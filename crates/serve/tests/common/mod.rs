@@ -21,6 +21,8 @@ pub fn test_limits() -> Limits {
         io_timeout: Duration::from_secs(3),
         max_header_bytes: 8192,
         body_limit: 1024,
+        min_data_rate: 500,
+        min_data_rate_window: Duration::from_secs(5),
         shutdown_timeout: Duration::from_secs(2),
         peer_addr: false,
     }
