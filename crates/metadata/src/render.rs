@@ -3,12 +3,19 @@
 //!
 //! `locales` is parsed without building a tree: only the requested region's and `en`'s title and description
 //! are kept, borrowed from the row's text when they contain no escapes.
+//!
+//! A JavaScript string may hold a lone surrogate (`"\ud800"` parses), a Rust string may not, so serde_json
+//! refuses such a title. Only then is the row parsed again, tolerantly: the kept strings as their JSON
+//! literals, decoded to WTF-8 and written as `JSON.stringify` writes them (`\ud800`), so those rows answer
+//! 200 with the peers' bytes while every other row pays nothing for it.
 
 use std::borrow::Cow;
 use std::fmt;
+use std::io::Write;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serve::push_json_str;
+use serde_json::value::RawValue;
+use serve::{push_json_str, push_json_str_contents};
 
 /// The region used when the request names none (or an empty one), and the fallback locale.
 pub const DEFAULT_REGION: &str = "en";
@@ -47,9 +54,11 @@ impl Malformed {
 /// Appends the response body for `row` seen from `region` to `out`.
 pub fn render(id: &str, region: &str, row: &Row<'_>, out: &mut Vec<u8>) -> Result<(), Malformed> {
     let locales = row.locales.ok_or_else(|| Malformed::locales("NULL"))?;
-    let mut de = serde_json::Deserializer::from_slice(locales);
-    let picked = PickLocales { region }.deserialize(&mut de).map_err(Malformed::locales)?;
-    de.end().map_err(Malformed::locales)?;
+    let picked = match pick(locales, region, Mode::Strict) {
+        Ok(picked) => picked,
+        // Not JSON, not an object, or a string serde_json will not hold: the second parse tells them apart.
+        Err(strict) => pick(locales, region, Mode::Tolerant).map_err(|_| Malformed::locales(strict))?,
+    };
     let has_region = picked.region.is_some();
     let locale = picked.region.or(picked.en).unwrap_or_default();
     let trending = has_region && row.views.is_some_and(|v| v > TRENDING_VIEWS);
@@ -59,9 +68,9 @@ pub fn render(id: &str, region: &str, row: &Row<'_>, out: &mut Vec<u8>) -> Resul
     out.extend_from_slice(b",\"channel\":");
     push_opt_str(out, row.channel);
     out.extend_from_slice(b",\"title\":");
-    push_parsed_str(out, locale.title.as_ref());
+    push_text(out, locale.title.as_ref());
     out.extend_from_slice(b",\"description\":");
-    push_parsed_str(out, locale.description.as_ref());
+    push_text(out, locale.description.as_ref());
     out.extend_from_slice(b",\"duration\":\"");
     push_duration(out, row.duration_s.unwrap_or(0));
     out.extend_from_slice(b"\",\"views\":");
@@ -71,6 +80,13 @@ pub fn render(id: &str, region: &str, row: &Row<'_>, out: &mut Vec<u8>) -> Resul
     }
     out.extend_from_slice(if trending { b",\"trending\":true}" } else { b",\"trending\":false}" });
     Ok(())
+}
+
+fn pick<'de>(locales: &'de [u8], region: &str, mode: Mode) -> Result<Picked<'de>, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(locales);
+    let picked = PickLocales { region, mode }.deserialize(&mut de)?;
+    de.end()?;
+    Ok(picked)
 }
 
 /// `H:MM:SS` from an hour up, else `M:SS`; negative durations count as 0 (as the peers' `Math.max(0, …)`).
@@ -101,24 +117,57 @@ fn push_two_digits(out: &mut Vec<u8>, n: i64) {
 
 /// Without the allocation `to_string` makes.
 fn push_integer(out: &mut Vec<u8>, n: i64) {
-    use std::io::Write;
     // Writing to a Vec cannot fail.
     let _ = write!(out, "{n}");
 }
 
-/// A string serde_json took out of `locales`. Borrowed means the JSON text held it without escapes, and
-/// serde_json refuses raw control characters, so it is written as it stood; an unescaped (owned) one is
-/// escaped again.
-fn push_parsed_str(out: &mut Vec<u8>, s: Option<&Cow<'_, str>>) {
+/// A kept string. Borrowed means the JSON text held it without escapes, and serde_json refuses raw control
+/// characters, so it is written as it stood; an unescaped (owned) one is escaped again; a literal (the
+/// tolerant parse's) is decoded and escaped again.
+fn push_text(out: &mut Vec<u8>, s: Option<&Text<'_>>) {
     match s {
-        Some(Cow::Borrowed(s)) => {
+        Some(Text::Parsed(Cow::Borrowed(s))) => {
             out.push(b'"');
             out.extend_from_slice(s.as_bytes());
             out.push(b'"');
         }
-        Some(Cow::Owned(s)) => push_json_str(out, s),
+        Some(Text::Parsed(Cow::Owned(s))) => push_json_str(out, s),
+        Some(Text::Literal(literal)) => push_literal(out, literal),
         None => out.extend_from_slice(b"null"),
     }
+}
+
+/// A JSON string literal as `JSON.stringify(JSON.parse(literal))` writes it. serde_json decodes it into bytes
+/// with lone surrogates kept, as WTF-8 (a surrogate's three bytes, `ED A0..BF 80..BF`); the well-formed runs
+/// between them are escaped as any string, and each lone surrogate is written as ES2019's well-formed
+/// `JSON.stringify` writes it, `\u` and four lower-case hex digits.
+fn push_literal(out: &mut Vec<u8>, literal: &str) {
+    let mut de = serde_json::Deserializer::from_str(literal);
+    let Ok(Wtf8(bytes)) = de.deserialize_bytes(Wtf8Visitor) else {
+        // It parsed once already, as a string; cannot fail now.
+        out.extend_from_slice(b"null");
+        return;
+    };
+    out.push(b'"');
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        let valid = match std::str::from_utf8(rest) {
+            Ok(all) => all,
+            // Safe to index: `valid_up_to` ends a valid prefix.
+            Err(e) => std::str::from_utf8(&rest[..e.valid_up_to()]).unwrap_or_default(),
+        };
+        push_json_str_contents(out, valid);
+        rest = &rest[valid.len()..];
+        if let [0xED, b1 @ 0xA0..=0xBF, b2 @ 0x80..=0xBF, tail @ ..] = rest {
+            let unit = 0xD000 | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F);
+            let _ = write!(out, "\\u{unit:04x}");
+            rest = tail;
+        } else if !rest.is_empty() {
+            // serde_json produces no other invalid UTF-8; skip a byte rather than loop.
+            rest = &rest[1..];
+        }
+    }
+    out.push(b'"');
 }
 
 fn push_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
@@ -132,8 +181,23 @@ fn push_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
 
 #[derive(Debug, Default)]
 struct Locale<'de> {
-    title: Option<Cow<'de, str>>,
-    description: Option<Cow<'de, str>>,
+    title: Option<Text<'de>>,
+    description: Option<Text<'de>>,
+}
+
+/// A kept string: parsed by serde_json, or (the tolerant parse) the JSON literal it stands in.
+#[derive(Debug)]
+enum Text<'de> {
+    Parsed(Cow<'de, str>),
+    Literal(&'de str),
+}
+
+/// How the kept strings are read: as Rust strings (every row, first), or as literals (a row serde_json
+/// refused, again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Strict,
+    Tolerant,
 }
 
 #[derive(Debug, Default)]
@@ -147,6 +211,7 @@ struct Picked<'de> {
 /// skipped without allocating. Anything but an object is an error (the peers check the same).
 struct PickLocales<'r> {
     region: &'r str,
+    mode: Mode,
 }
 
 impl<'de> DeserializeSeed<'de> for PickLocales<'_> {
@@ -169,9 +234,9 @@ impl<'de> Visitor<'de> for PickLocales<'_> {
         // Later duplicates win, as with JSON.parse.
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             if *key == *self.region.as_bytes() {
-                picked.region = Some(map.next_value::<Locale<'de>>()?);
+                picked.region = Some(map.next_value_seed(LocaleSeed(self.mode))?);
             } else if *key == *DEFAULT_REGION.as_bytes() {
-                picked.en = Some(map.next_value::<Locale<'de>>()?);
+                picked.en = Some(map.next_value_seed(LocaleSeed(self.mode))?);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -180,14 +245,30 @@ impl<'de> Visitor<'de> for PickLocales<'_> {
     }
 }
 
-impl<'de> de::Deserialize<'de> for Locale<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(LocaleVisitor)
+/// One locale. Tolerant: taken as its raw text first (skipping a string value tolerates a lone surrogate,
+/// reading it does not), then, when it is an object, parsed from that text.
+struct LocaleSeed(Mode);
+
+impl<'de> DeserializeSeed<'de> for LocaleSeed {
+    type Value = Locale<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        match self.0 {
+            Mode::Strict => deserializer.deserialize_any(LocaleVisitor(Mode::Strict)),
+            Mode::Tolerant => {
+                let raw = <&'de RawValue as de::Deserialize<'de>>::deserialize(deserializer)?;
+                if !raw.get().starts_with('{') {
+                    return Ok(Locale::default());
+                }
+                let mut inner = serde_json::Deserializer::from_str(raw.get());
+                inner.deserialize_map(LocaleVisitor(Mode::Tolerant)).map_err(de::Error::custom)
+            }
+        }
     }
 }
 
 /// A locale that is not an object has no title or description (the peers' `typeof loc === "object"` check).
-struct LocaleVisitor;
+struct LocaleVisitor(Mode);
 
 impl<'de> Visitor<'de> for LocaleVisitor {
     type Value = Locale<'de>;
@@ -200,8 +281,8 @@ impl<'de> Visitor<'de> for LocaleVisitor {
         let mut locale = Locale::default();
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             match &*key {
-                b"title" => locale.title = map.next_value::<MaybeStr<'de>>()?.0,
-                b"description" => locale.description = map.next_value::<MaybeStr<'de>>()?.0,
+                b"title" => locale.title = self.text(&mut map)?,
+                b"description" => locale.description = self.text(&mut map)?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -232,6 +313,38 @@ impl<'de> Visitor<'de> for LocaleVisitor {
     }
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
         Ok(Locale::default())
+    }
+}
+
+impl LocaleVisitor {
+    /// A title or description: `None` unless it is a string.
+    fn text<'de, A: MapAccess<'de>>(&self, map: &mut A) -> Result<Option<Text<'de>>, A::Error> {
+        Ok(match self.0 {
+            Mode::Strict => map.next_value::<MaybeStr<'de>>()?.0.map(Text::Parsed),
+            Mode::Tolerant => {
+                let raw = map.next_value::<&'de RawValue>()?.get();
+                raw.starts_with('"').then_some(Text::Literal(raw))
+            }
+        })
+    }
+}
+
+/// WTF-8 bytes of a JSON string literal (see [`push_literal`]).
+struct Wtf8(Vec<u8>);
+
+struct Wtf8Visitor;
+
+impl<'de> Visitor<'de> for Wtf8Visitor {
+    type Value = Wtf8;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_bytes<E>(self, b: &[u8]) -> Result<Self::Value, E> {
+        Ok(Wtf8(b.to_vec()))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Wtf8(s.as_bytes().to_vec()))
     }
 }
 

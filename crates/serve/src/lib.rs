@@ -32,8 +32,8 @@ pub use limits::{Limits, ServeArgs};
 pub use listen::bind_reuseport;
 pub use reply::{Handled, Handler, Reply};
 pub use response::{
-    error, json, json_bytes, method_not_allowed, not_found, payload_too_large, push_json_str, request_timeout,
-    unavailable,
+    error, json, json_bytes, method_not_allowed, not_found, payload_too_large, push_json_str, push_json_str_contents,
+    request_timeout, unavailable,
 };
 pub use server::{Server, serve_until_signal};
 pub use signal::ShutdownSignal;

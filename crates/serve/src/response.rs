@@ -29,6 +29,25 @@ pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
     }
 }
 
+/// [`push_json_str`] without the quotes, for a string written in pieces.
+pub fn push_json_str_contents(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.extend_from_slice(s.as_bytes());
+        return;
+    }
+    // serde_json's escaper writes the quotes too (its quote-less one is private): write, then drop them.
+    let start = out.len();
+    if let Err(e) = serde_json::to_writer(&mut *out, s) {
+        // Writing to a Vec cannot fail.
+        tracing::error!(error = %e, "string failed to serialize");
+        out.truncate(start);
+        return;
+    }
+    let end = out.len() - 1;
+    out.copy_within(start + 1..end, start);
+    out.truncate(end - 1);
+}
+
 /// A JSON response. Serializing a `serde_json::Value` or a derived struct cannot fail, so neither can this.
 pub fn json<T: serde::Serialize + ?Sized>(status: StatusCode, value: &T) -> Response {
     match serde_json::to_vec(value) {
@@ -96,6 +115,20 @@ pub fn unsupported_transfer_encoding() -> Response {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn contents_are_the_string_without_its_quotes() {
+        for s in ["plain", "a \"quote\" and \\", "tab\tnew\nline\u{1}", "é😀\u{2028}", ""] {
+            let (mut whole, mut contents) = (Vec::new(), b"[".to_vec());
+            super::push_json_str(&mut whole, s);
+            super::push_json_str_contents(&mut contents, s);
+            assert_eq!(
+                format!("\"{}\"", String::from_utf8_lossy(&contents[1..])),
+                String::from_utf8_lossy(&whole),
+                "{s:?}"
+            );
+        }
+    }
+
     #[test]
     fn the_head_timeout_answer_declares_its_own_length() {
         let text = std::str::from_utf8(super::HEAD_TIMEOUT).expect("ASCII");

@@ -130,20 +130,6 @@ fn render(id: &str, region: &str, [channel, duration, views, locales]: [Value; 4
         _ => None,
     };
     let (title, description) = (text("title"), text("description"));
-    // Departure: a lone surrogate in a string metadata-rs keeps (the region's or en's title and description)
-    // makes the row malformed; the peers keep it and JSON.stringify escapes it.
-    for locale in [wanted.as_slice(), &en].into_iter().filter_map(own) {
-        if let Json::Object(fields) = locale {
-            let lone = fields.iter().any(|(k, v)| {
-                (*k == utf16("title") || *k == utf16("description"))
-                    && matches!(v, Json::String(s) if has_lone_surrogate(s))
-            });
-            if lone {
-                return None;
-            }
-        }
-    }
-
     let trending = has_region && views.is_some_and(|v| v > 500_000);
     let opt = |s: Option<&[u16]>| s.map_or_else(|| "null".to_string(), stringify);
     let body = format!(
@@ -408,10 +394,6 @@ impl Parser<'_> {
 
 pub fn utf16(s: &str) -> Vec<u16> {
     s.encode_utf16().collect()
-}
-
-fn has_lone_surrogate(units: &[u16]) -> bool {
-    char::decode_utf16(units.iter().copied()).any(|c| c.is_err())
 }
 
 /// `JSON.stringify` of a string (ES2019 well-formed): `"` `\` and the short escapes, other controls and lone
