@@ -211,3 +211,32 @@ fn peer_addr_is_absent_when_disabled() {
     assert_eq!(res.status, 200);
     assert_eq!(res.json()["peer"], serde_json::Value::Null);
 }
+
+/// The race behind Node's open-loop read errors (bench/peers/keepalive-race.mjs): the event loop is blocked
+/// past a keep-alive deadline while that connection's next request arrives. Node's timers run first and
+/// destroy the socket with the request unread (RST). serve checks a deadline only when a read would block,
+/// so the waiting request is read, and answered.
+#[test]
+fn a_request_that_arrived_during_a_blocked_loop_is_answered_past_the_keep_alive_deadline() {
+    // keep-alive 1 s (test_limits), one worker.
+    let server = start(test_limits(), || {
+        service_fn(|req: Request| async move {
+            if req.uri().path() == "/stall" {
+                // Blocks the worker thread, as a GC pause blocks Node's loop.
+                std::thread::sleep(Duration::from_millis(1500));
+            }
+            hello(req).await
+        })
+    });
+    let mut a = Conn::connect(server.local_addr());
+    assert_eq!(a.request(get("/a")).status, 200);
+    std::thread::sleep(Duration::from_millis(500));
+    let mut b = Conn::connect(server.local_addr());
+    b.send(get("/stall"));
+    std::thread::sleep(Duration::from_millis(300));
+    // 0.8 s into A's idle time: in time, though the worker only reads it after the deadline passed.
+    a.send(get("/a-again"));
+    let res = a.read_response().expect("the request that arrived in time is answered");
+    assert_eq!(res.json()["path"], "/a-again");
+    assert_eq!(b.read_response().expect("the stalled request").status, 200);
+}
