@@ -265,14 +265,8 @@ impl Server {
         let (normal, body_target, reads_body, large) = match kind {
             Kind::Flight => ("/api/hello".to_string(), "/api/hello".to_string(), false, Some("/large.bin".to_string())),
             Kind::Scribe => {
-                let record = serde_json::json!({
-                    "data": {"title": "hardening"},
-                    "date_created": "2026-01-01T00:00:00.000Z",
-                    "date_modified": "2026-01-01T00:00:00.000Z",
-                    "created_by": 1,
-                    "modified_by": 1,
-                });
-                let res = testkit::http::request(addr, "POST", "/notes", &[], Some(record.to_string().as_bytes()));
+                let record = accepted_body(Kind::Scribe, "title", "hardening");
+                let res = testkit::http::request(addr, "POST", "/notes", &[], Some(record.as_bytes()));
                 assert_eq!(res.status, 200, "scribe-rs: POST /notes: {}", res.text());
                 ("/notes/1".to_string(), "/notes".to_string(), true, None)
             }
@@ -389,6 +383,23 @@ fn ensure_nofile(needed: u64) {
 // ------------------------------------------------------------------------------------------------------------
 // Raw HTTP/1.1
 // ------------------------------------------------------------------------------------------------------------
+
+/// A request body the server's body route takes: a scribe-rs note whose `data` holds `field: text`, or
+/// ladder-rs's `{"id": text}` (others read no body).
+fn accepted_body(kind: Kind, field: &str, text: &str) -> String {
+    let body = if kind == Kind::Scribe {
+        serde_json::json!({
+            "data": {field: text},
+            "date_created": "2026-01-01T00:00:00.000Z",
+            "date_modified": "2026-01-01T00:00:00.000Z",
+            "created_by": 1,
+            "modified_by": 1,
+        })
+    } else {
+        serde_json::json!({ "id": text })
+    };
+    body.to_string()
+}
 
 fn get_close(target: &str) -> Vec<u8> {
     request_bytes("GET", target.as_bytes(), &[], None)
@@ -1071,11 +1082,7 @@ fn half_close(kind: Kind) {
         answered.push(format!("GET /healthz {}", res.status));
     }
     if server.reads_body {
-        let body = if kind == Kind::Scribe {
-            r#"{"data":{"title":"half-closed"},"date_created":"2026-01-01T00:00:00.000Z","date_modified":"2026-01-01T00:00:00.000Z","created_by":1,"modified_by":1}"#
-        } else {
-            r#"{"id":"half-closed"}"#
-        };
+        let body = accepted_body(kind, "title", "half-closed");
         let post = format!(
             "POST {} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             server.body_target,
@@ -1187,14 +1194,7 @@ fn trickle(kind: Kind) {
         figures.push(format!("trickled body 408 after {} ms", ms(took)));
 
         // An honest slow upload, 10 KiB/s for 6 s: more than a window, and not cut.
-        let body = if kind == Kind::Scribe {
-            format!(
-                r#"{{"data":{{"body":"{}"}},"date_created":"2026-01-01T00:00:00.000Z","date_modified":"2026-01-01T00:00:00.000Z","created_by":1,"modified_by":1}}"#,
-                "s".repeat(60 * 1024)
-            )
-        } else {
-            format!(r#"{{"id":"{}"}}"#, "s".repeat(60 * 1024))
-        };
+        let body = accepted_body(kind, "body", &"s".repeat(60 * 1024));
         let head = format!(
             "POST {} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             server.body_target,

@@ -18,7 +18,7 @@ pub fn json_bytes(status: StatusCode, body: impl Into<Bytes>) -> Response {
 /// strings: `"`, `\`, and control characters (`\b \f \n \r \t` by name, the rest as lower-case `\u00xx`);
 /// U+2028/2029 and non-ASCII stay raw. Strings with nothing to escape (most) are copied without serde_json.
 pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if !needs_escapes(s) {
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
         out.push(b'"');
@@ -31,7 +31,7 @@ pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
 
 /// [`push_json_str`] without the quotes, for a string written in pieces.
 pub fn push_json_str_contents(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if !needs_escapes(s) {
         out.extend_from_slice(s.as_bytes());
         return;
     }
@@ -46,6 +46,11 @@ pub fn push_json_str_contents(out: &mut Vec<u8>, s: &str) {
     let end = out.len() - 1;
     out.copy_within(start + 1..end, start);
     out.truncate(end - 1);
+}
+
+/// Whether JSON needs anything in `s` escaped: a quote, a backslash or a control character.
+fn needs_escapes(s: &str) -> bool {
+    s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 /// A JSON response. Serializing a `serde_json::Value` or a derived struct cannot fail, so neither can this.
