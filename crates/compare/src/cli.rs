@@ -90,8 +90,10 @@ pub struct RunArgs {
     #[arg(long, env = "COMPARE_REQUEST_TIMEOUT", default_value = "5s", display_order = 20)]
     pub request_timeout: String,
     /// Soak instead of comparing: per workload and runtime, one server under a fixed open-loop rate for this
-    /// long (e.g. 1h), sampled every --soak-interval; RSS over time, its slope and a leak verdict. Checks
-    /// still run first; cold starts and closed/open rounds do not.
+    /// long (e.g. 1h), every server at the same time, each with its own loader; sampled every
+    /// --soak-interval: RSS over time, its slope and a leak verdict. Checks still run first (one at a
+    /// time); cold starts and closed/open rounds do not. To soak one server alone, name one runtime and
+    /// one workload.
     #[arg(long, env = "COMPARE_SOAK", display_order = 21)]
     pub soak: Option<String>,
     /// Window between soak samples.
@@ -164,7 +166,8 @@ pub struct Config {
     pub rows: u64,
     pub seed_notes: u32,
     pub request_timeout: Duration,
-    /// Soak mode (`--soak`): checks, then one soak per runtime and workload instead of the comparison.
+    /// Soak mode (`--soak`): checks, then one soak per runtime and workload, all at once, instead of the
+    /// comparison.
     pub soak: Option<Soak>,
     /// `--capacity`: a capacity search per runtime and workload after the rounds.
     pub capacity: Option<CapacitySearch>,

@@ -267,11 +267,15 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
 
     let (check_s, startup_s, run_s) = estimates(cfg);
     let (mut steps, mut seconds) = (0, 0.0);
+    if let Some(soak) = &cfg.soak {
+        // Every cell soaks at once: the checks take their turns, the soak's time passes once.
+        seconds += cfg.warmup.as_secs_f64() + soak.duration.as_secs_f64() + soak.interval.as_secs_f64();
+    }
     for w in &cfg.workloads {
         let n = cfg.runtimes.iter().filter(|r| r.serves(w)).count();
         if let Some(soak) = &cfg.soak {
             steps += n + n * soak_samples(soak);
-            seconds += n as f64 * (check_s + cfg.warmup.as_secs_f64() + soak.duration.as_secs_f64());
+            seconds += n as f64 * check_s;
             continue;
         }
         let (searches, search_s) = capacity_estimate(cfg);
@@ -287,6 +291,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     let mut progress = Progress::new(steps, seconds);
 
     let mut all = Vec::new();
+    // `--soak`: every workload checked in turn, then all of them soaked at once.
+    let mut soaking: Vec<(WorkloadRun<'_>, Vec<Runtime>)> = Vec::new();
     for w in &cfg.workloads {
         let mut plan = match (w.service, w.name) {
             (Service::Flight, "json-2k") => Plan::json_2k(w.clone()),
@@ -315,8 +321,17 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
             floor_body: None,
             versions,
         };
-        all.extend(run_workload(&mut wr, &mut sink, &mut progress, work.path())?);
+        if cfg.soak.is_some() {
+            let valid = checked(&mut wr, &mut sink, &mut progress, work.path(), &mut all)?;
+            soaking.push((wr, valid));
+        } else {
+            all.extend(run_workload(&mut wr, &mut sink, &mut progress, work.path())?);
+        }
     }
+    if let Some(soak) = cfg.soak {
+        soak_cells(&soaking, soak, &mut sink, &mut progress, &mut all)?;
+    }
+    drop(soaking);
     progress.clear();
     drop(progress);
     let markdown = report::write_outputs(&all, &md)?;
@@ -419,6 +434,20 @@ fn seed_notes(wr: &mut WorkloadRun<'_>, progress: &mut Progress) -> anyhow::Resu
     seeded
 }
 
+/// 1. A workload's data (notes-read's seeded notes), then its checks: the runtimes that passed.
+fn checked(
+    wr: &mut WorkloadRun<'_>,
+    sink: &mut Sink,
+    progress: &mut Progress,
+    workdir: &std::path::Path,
+    out: &mut Vec<Record>,
+) -> anyhow::Result<Vec<Runtime>> {
+    if wr.workload().name == "notes-read" {
+        seed_notes(wr, progress)?;
+    }
+    check_cells(wr, sink, progress, workdir, out)
+}
+
 fn run_workload(
     wr: &mut WorkloadRun<'_>,
     sink: &mut Sink,
@@ -434,14 +463,7 @@ fn run_workload(
         out.push(rec);
         Ok(())
     };
-    if name == "notes-read" {
-        seed_notes(wr, progress)?;
-    }
-    let valid = check_cells(wr, sink, progress, workdir, &mut out)?;
-    if let Some(soak) = cfg.soak {
-        soak_cells(wr, soak, &valid, sink, progress, &mut out)?;
-        return Ok(out);
-    }
+    let valid = checked(wr, sink, progress, workdir, &mut out)?;
 
     // 2. Cold starts, interleaved (not for a server compare did not start).
     let startable: Vec<Runtime> = valid.iter().copied().filter(|r| r.started_by_compare()).collect();
@@ -658,45 +680,85 @@ fn check_cells(
     Ok(valid)
 }
 
-/// `--soak`: every valid runtime in turn, one long-lived server each, every sample appended as measured.
+/// `--soak`: every valid runtime of every workload at once, one long-lived server each under its own loader
+/// (a soak looks for growth, not capacity, and at its fixed rate a server needs a small share of a core).
+/// Each cell runs in a thread of its own, its start a `--soak-interval` / cells later than the one before, so
+/// the loaders' windows (and their loadgen starts) interleave rather than line up. Every sample is appended as
+/// measured. A notes-write soak's last sample also accounts for every write acknowledged during the soak.
 fn soak_cells(
-    wr: &WorkloadRun<'_>,
+    runs: &[(WorkloadRun<'_>, Vec<Runtime>)],
     soak: crate::cli::Soak,
-    valid: &[Runtime],
     sink: &mut Sink,
     progress: &mut Progress,
     out: &mut Vec<Record>,
 ) -> anyhow::Result<()> {
-    let name = wr.workload().name;
-    let samples = soak_samples(&soak);
-    for &rt in valid {
-        check_interrupted()?;
-        progress.line(&format!(
-            "{name} {}: soak for {:.0} s at {:.0} req/s, a sample every {:.1} s",
-            rt.name(),
-            soak.duration.as_secs_f64(),
-            soak.rate,
-            soak.interval.as_secs_f64()
-        ));
-        let spec = wr.spec(rt, Purpose::Run)?;
-        let tag = format!("{name}-{}-soak", rt.name());
-        let input = wr.run_input(rt, &spec, Some(soak.rate), &tag);
-        let make = |sample: u32| wr.record(rt, Kind::Soak, sample);
-        let mut taken = 0;
-        let mut emit = |rec: Record| -> anyhow::Result<()> {
-            taken += 1;
-            progress.begin(&format!("{name} {} soak sample {}/{samples}", rt.name(), rec.round));
-            progress.end(soak.interval.as_secs_f64(), &soak_summary(&rec));
-            sink.append(&rec)?;
-            out.push(rec);
-            Ok(())
-        };
-        cells::soak(wr.bench, &input, soak.interval, soak.duration, &make, &mut emit)?;
-        // A soak cut short (the server exited) leaves its remaining samples' time unspent.
-        progress
-            .skip(samples.saturating_sub(taken), samples.saturating_sub(taken) as f64 * soak.interval.as_secs_f64());
+    let cells: Vec<(&WorkloadRun<'_>, Runtime)> =
+        runs.iter().flat_map(|(wr, valid)| valid.iter().map(move |&rt| (wr, rt))).collect();
+    if cells.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    // In this thread, before any server starts: a notes-write spec empties its runtime's database.
+    let specs = cells.iter().map(|(wr, rt)| wr.spec(*rt, Purpose::Run)).collect::<anyhow::Result<Vec<_>>>()?;
+    let samples = soak_samples(&soak);
+    let stagger = soak.interval / cells.len() as u32;
+    let names: Vec<String> = cells.iter().map(|(wr, rt)| format!("{} {}", wr.workload().name, rt.name())).collect();
+    progress.line(&format!(
+        "soak: {} servers at once ({}) for {:.0} s, each at {:.0} req/s, a sample every {:.1} s, starts {:.2} s apart",
+        cells.len(),
+        names.join(", "),
+        soak.duration.as_secs_f64(),
+        soak.rate,
+        soak.interval.as_secs_f64(),
+        stagger.as_secs_f64(),
+    ));
+    let shared = std::sync::Mutex::new((sink, progress, out));
+    let outcomes: Vec<anyhow::Result<()>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = cells
+            .iter()
+            .zip(&specs)
+            .enumerate()
+            .map(|(i, (&(wr, rt), spec))| {
+                let shared = &shared;
+                scope.spawn(move || -> anyhow::Result<()> {
+                    std::thread::sleep(stagger * i as u32);
+                    check_interrupted()?;
+                    let name = wr.workload().name;
+                    let tag = format!("{name}-{}-soak", rt.name());
+                    let input = wr.run_input(rt, spec, Some(soak.rate), &tag);
+                    let make = |sample: u32| wr.record(rt, Kind::Soak, sample);
+                    let (mut taken, mut acknowledged) = (0, 0);
+                    let mut emit = |mut rec: Record| -> anyhow::Result<()> {
+                        taken += 1;
+                        if rec.round as usize == samples
+                            && let Err(e) = audit_writes(wr, rt, &mut rec, acknowledged)
+                        {
+                            rec.void_because(format!("{e:#}"));
+                        }
+                        acknowledged += acknowledged_writes(&rec);
+                        let summary = soak_summary(&rec);
+                        let mut guard = shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                        let (sink, progress, out) = &mut *guard;
+                        progress.begin(&format!("{name} {} soak sample {}/{samples}", rt.name(), rec.round));
+                        progress.end(soak.interval.as_secs_f64(), &summary);
+                        sink.append(&rec)?;
+                        out.push(rec);
+                        Ok(())
+                    };
+                    let soaked = cells::soak(wr.bench, &input, soak.interval, soak.duration, &make, &mut emit);
+                    // A soak cut short (the server exited) leaves its remaining samples' time unspent.
+                    let left = samples.saturating_sub(taken);
+                    let mut guard = shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    guard.1.skip(left, left as f64 * soak.interval.as_secs_f64());
+                    soaked
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a soak thread panicked"))))
+            .collect()
+    });
+    outcomes.into_iter().collect()
 }
 
 fn soak_samples(soak: &crate::cli::Soak) -> usize {
@@ -736,7 +798,7 @@ fn run_rounds(
             let spec = wr.spec(rt, Purpose::Run)?;
             let tag = format!("{name}-{}-{}-r{round}", rt.name(), kind.as_str());
             let input = wr.run_input(rt, &spec, rate, &tag);
-            cells::measure_then(wr.bench, &input, &mut rec, &mut |rec| audit_writes(wr, rt, rec));
+            cells::measure_then(wr.bench, &input, &mut rec, &mut |rec| audit_writes(wr, rt, rec, 0));
             check_interrupted()?;
             progress.end(run_s, &run_summary(&rec));
             sink.append(&rec)?;
@@ -752,7 +814,8 @@ fn write_db(rt: Runtime) -> String {
 }
 
 /// notes-write: every acknowledged write must be in the database with its history row (stored.rs).
-fn audit_writes(wr: &WorkloadRun<'_>, rt: Runtime, rec: &mut Record) -> anyhow::Result<()> {
+/// `earlier`: writes acknowledged before `rec`'s window on the same database (a soak's earlier samples).
+fn audit_writes(wr: &WorkloadRun<'_>, rt: Runtime, rec: &mut Record, earlier: u64) -> anyhow::Result<()> {
     let (Service::Scribe, None, Some(deps)) = (wr.workload().service, &wr.shared_db, wr.deps) else { return Ok(()) };
     if wr.databases(rt).is_empty() {
         return Ok(()); // the floor writes nothing
@@ -761,12 +824,17 @@ fn audit_writes(wr: &WorkloadRun<'_>, rt: Runtime, rec: &mut Record) -> anyhow::
         return Ok(()); // the run never got as far as load: nothing to account for
     }
     let stored = crate::stored::read_back(deps, &write_db(rt)).context("reading the rows back")?;
-    let acknowledged = rec.statuses.iter().filter(|(s, _)| (200..300).contains(*s)).map(|(_, n)| n).sum();
+    let acknowledged = earlier + acknowledged_writes(rec);
     rec.stored = Some(stored);
     for problem in crate::stored::problems(stored, acknowledged) {
         rec.void_because(problem);
     }
     Ok(())
+}
+
+/// The 2xx answers the loader counted in `rec`'s window.
+fn acknowledged_writes(rec: &Record) -> u64 {
+    rec.statuses.iter().filter(|(s, _)| (200..300).contains(*s)).map(|(_, n)| n).sum()
 }
 
 fn run_summary(rec: &Record) -> String {

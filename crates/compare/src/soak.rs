@@ -1,5 +1,5 @@
-//! Soaks (`compare --soak DURATION`): one long-lived server per runtime under a fixed open-loop rate, sampled
-//! every `--soak-interval` (RSS of the whole process tree, CPU per response, the window's latency
+//! Soaks (`compare --soak DURATION`): one long-lived server per runtime and workload, all of them at once,
+//! each under its own fixed open-loop rate, sampled every `--soak-interval` (RSS of the whole process tree, CPU per response, the window's latency
 //! distribution), so a leak shows as a slope rather than as a number at the end. This module turns the
 //! samples into a verdict per cell and renders the soak section and its charts.
 //!
@@ -135,6 +135,9 @@ pub struct SoakCell {
     pub cpu_us_per_resp: Option<f64>,
     /// Responses per second over the valid windows: below the rate when the server (or loader) fell behind.
     pub achieved_req_per_s: Option<f64>,
+    /// The median window's busy share of the server cores, every server on them counted: in a side-by-side
+    /// soak, the others' load is in it too.
+    pub busy_pct: Option<f64>,
     pub responses: u64,
     pub errors: u64,
     pub trend: Trend,
@@ -189,6 +192,7 @@ pub fn summarize(records: &[Record], workload: &str) -> Vec<SoakCell> {
                 p99_max_us: valid.iter().filter_map(p99).max(),
                 cpu_us_per_resp: (answered > 0.0).then(|| cpu_us / answered),
                 achieved_req_per_s: (seconds > 0.0).then(|| answered / seconds),
+                busy_pct: median(valid.iter().filter_map(|r| r.server_busy_pct)),
                 responses: all.iter().filter_map(|r| r.requests).sum(),
                 errors: all.iter().flat_map(|r| r.errors.values()).sum(),
                 trend: trend(&rss),
@@ -211,19 +215,30 @@ pub fn svg_paths(md: &Path, workload: &str) -> (PathBuf, PathBuf) {
     (charts::svg_path(md, &format!("{workload}-soak-rss")), charts::svg_path(md, &format!("{workload}-soak-p99")))
 }
 
+/// Every soaked cell of the run, as `workload runtime`: they all soaked at once.
+fn side_by_side(records: &[Record]) -> Vec<String> {
+    let cells: Vec<String> =
+        records.iter().filter(|r| r.kind == Kind::Soak).map(|r| format!("{} {}", r.workload, r.runtime)).collect();
+    ordered(cells.iter().map(String::as_str))
+}
+
 /// The soak section of the Markdown (nothing when there are no soak samples).
 pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
+    let together = side_by_side(records);
     for w in workloads(records) {
         let cells = summarize(records, &w);
         let rate = cells.iter().find_map(|c| c.rate);
         let _ = writeln!(
             out,
             "\n## {w}: soak\n\nOne server per runtime for the whole soak under a fixed open-loop rate of {} req/s, \
+             all {} servers of this run ({}) at the same time on the server cores, each under its own loader, \
              sampled after every window: RSS of the whole process tree, the window's latency (corrected for \
              coordinated omission). The RSS slope is Theil–Sen's over the samples after the first {} s (a \
              quarter of the soak, at most 60 s, where buffers and caches grow to size); \"growing\" means the fit grew by at least {} MiB or {:.0}% of the \
              median RSS, and the last third of the samples sits above the first third.\n",
             rate.map_or("—".into(), |r| num(r, 0)),
+            together.len(),
+            together.join(", "),
             cells.first().map_or("—".into(), |c| num(c.trend.settle_s, 0)),
             num(GROWTH_FLOOR_KIB / 1024.0, 0),
             GROWTH_SHARE * 100.0,
@@ -236,13 +251,13 @@ pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
         let _ = writeln!(
             out,
             "| runtime | verdict | RSS slope MiB/h | RSS idle → first → last (max) MiB | p99 first → last (max) ms \
-             | achieved req/s | CPU-µs/resp | samples (void) | responses | errors |\n\
-             |---|---|---|---|---|---|---|---|---|---|"
+             | achieved req/s | CPU-µs/resp | server cores busy % | samples (void) | responses | errors |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|"
         );
         for c in &cells {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} → {} → {} ({}) | {} → {} ({}) | {} | {} | {} ({}) | {} | {} |",
+                "| {} | {} | {} | {} → {} → {} ({}) | {} → {} ({}) | {} | {} | {} | {} ({}) | {} | {} |",
                 c.runtime,
                 c.trend.verdict.as_str(),
                 num(c.trend.slope_kib_per_h / 1024.0, 2),
@@ -255,6 +270,7 @@ pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
                 ms(c.p99_max_us),
                 c.achieved_req_per_s.map_or("—".into(), |v| num(v, 0)),
                 c.cpu_us_per_resp.map_or("—".into(), |v| num(v, 2)),
+                c.busy_pct.map_or("—".into(), |v| num(v, 0)),
                 c.samples,
                 c.void_samples,
                 num(c.responses as f64, 0),
@@ -264,7 +280,7 @@ pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
         let checked_void = records.iter().filter(|r| r.kind == Kind::Check && r.workload == w && r.void);
         for r in checked_void.filter(|r| !cells.iter().any(|c| c.runtime == r.runtime)) {
             let reason = r.void_reason.as_deref().unwrap_or("no reason recorded");
-            let _ = writeln!(out, "| {} | VOID (check): {} | | | | | | | | |", r.runtime, reason.replace('|', "\\|"));
+            let _ = writeln!(out, "| {} | VOID (check): {} | | | | | | | | | |", r.runtime, reason.replace('|', "\\|"));
         }
         for c in cells.iter().filter(|c| c.first_void.is_some()) {
             let _ =

@@ -1,8 +1,8 @@
 //! `--soak`: a leaking server must be flagged and a sound one must not. The leaky server is a real HTTP server
 //! (common's Python hello server) that answers hello-bare exactly like flight-rs but keeps 64 KiB for every
 //! request it serves (at 200 req/s about 12 MiB a second, far above the detector's thresholds); rust
-//! (flight-rs) is soaked beside it under the same fixed rate. Both go through compare's check first, so
-//! the leak is the only difference between them.
+//! (flight-rs) is soaked beside it, at the same time and under the same fixed rate. Both go through
+//! compare's check first, so the leak is the only difference between them.
 
 mod common;
 
@@ -43,6 +43,15 @@ fn soak_flags_a_leaking_server_and_not_a_sound_one() {
         assert!(samples.windows(2).all(|w| w[0].elapsed_s < w[1].elapsed_s), "{rt}: samples in time order");
         assert!(samples.iter().all(|r| r.rate == Some(200.0) && r.rss_after_kib.is_some() && r.latency_us.is_some()));
     }
+
+    // Side by side: each server's soak began before the other's ended.
+    let span = |rt: &str| {
+        let at: Vec<&str> =
+            recs.iter().filter(|r| r.runtime == rt && r.kind == Kind::Soak).map(|r| r.started_at.as_str()).collect();
+        (at.iter().min().copied().unwrap_or_default(), at.iter().max().copied().unwrap_or_default())
+    };
+    let (rust_span, leaky_span) = (span("rust"), span("leaky"));
+    assert!(rust_span.0 < leaky_span.1 && leaky_span.0 < rust_span.1, "not at once: {rust_span:?} {leaky_span:?}");
 
     let cells = soak::summarize(&recs, "hello-bare");
     let cell = |rt: &str| cells.iter().find(|c| c.runtime == rt).expect("a soak cell");
