@@ -95,6 +95,26 @@ fn report_subcommand_rerenders_markdown_and_svg() {
 }
 
 #[test]
+fn report_refuses_an_out_its_own_files_would_overwrite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let records = dir.path().join("run.md");
+    std::fs::copy(fixture(), &records).expect("copy fixture");
+    let refused = |args: &[&std::ffi::OsStr], expect: &str| {
+        let out = Command::new(common::compare_exe()).arg("report").args(args).output().expect("run");
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expect), "{args:?}: {err}");
+    };
+    // The HTML page goes to X.html: an --out X.html would hold the page, and the Markdown would be lost.
+    let html = dir.path().join("summary.html");
+    refused(&[fixture().as_os_str(), "--out".as_ref(), html.as_os_str()], "ending in .md");
+    assert!(!html.exists(), "nothing written when refused");
+    // Records in a file named .md: the default output is that file itself.
+    refused(&[records.as_os_str()], "is a record file being read");
+    assert_eq!(std::fs::read(&records).expect("records"), std::fs::read(fixture()).expect("fixture"), "untouched");
+}
+
+#[test]
 fn report_refuses_what_is_not_a_record() {
     let dir = tempfile::tempdir().expect("temp dir");
     let bad = dir.path().join("bad.jsonl");
