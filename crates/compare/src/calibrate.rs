@@ -411,7 +411,7 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
     let started_at = records::now_rfc3339();
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     let md = cfg.out_dir.join(format!("{stamp}-{}-calibrate.md", machine.hostname));
-    let work = tempfile::Builder::new().prefix("compare-calibrate-").tempdir().context("temp dir")?;
+    let work = process::work_dir("compare-calibrate-").context("temp dir")?;
     let bench = Bench {
         loadgen: cfg.paths.loadgen(),
         server_cores: cfg.server_cores.clone(),

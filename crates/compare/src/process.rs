@@ -15,6 +15,7 @@
 use std::collections::BTreeSet;
 use std::io::{self, BufRead, Write};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitCode, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
@@ -36,20 +37,30 @@ struct Live {
 impl Live {
     fn insert(&mut self, pgid: i32) {
         self.groups.insert(pgid);
-        self.tell_reaper('+', pgid);
+        self.tell_reaper(&format!("+{pgid}"));
     }
 
     fn remove(&mut self, pgid: i32) {
         self.groups.remove(&pgid);
-        self.tell_reaper('-', pgid);
+        self.tell_reaper(&format!("-{pgid}"));
     }
 
-    fn tell_reaper(&mut self, op: char, pgid: i32) {
+    /// The reaper's protocol, a line each: `+pgid` / `-pgid` for a child's process group, `>path` / `<path`
+    /// for a temp dir to remove after the groups are killed.
+    fn tell_reaper(&mut self, line: &str) {
         if let Some(pipe) = &mut self.reaper {
             // One short line per write: atomic on a pipe (under PIPE_BUF).
-            let _ = pipe.write_all(format!("{op}{pgid}\n").as_bytes());
+            let _ = pipe.write_all(format!("{line}\n").as_bytes());
         }
     }
+}
+
+/// A temp dir of compare's (its work dir, a PostgreSQL cluster, Redis's dir) that the reaper removes if
+/// compare dies without removing it. A path with a newline is not announced (the protocol is lines), and
+/// one too long for an atomic pipe write neither: such a dir is left behind after a crash, as before.
+fn announce_dir(op: char, dir: &Path) {
+    let Some(path) = dir.to_str().filter(|p| !p.contains('\n') && p.len() < 3000) else { return };
+    live().tell_reaper(&format!("{op}{path}"));
 }
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
@@ -109,11 +120,14 @@ pub fn start_reaper() -> io::Result<()> {
 /// still listed. After a normal exit none is.
 pub fn reap() -> ExitCode {
     let mut groups = BTreeSet::new();
+    let mut dirs = BTreeSet::new();
     for line in io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         match (line.get(..1), line.get(1..).and_then(|n| n.parse::<i32>().ok())) {
             (Some("+"), Some(pgid)) => groups.insert(pgid),
             (Some("-"), Some(pgid)) => groups.remove(&pgid),
+            (Some(">"), _) => dirs.insert(PathBuf::from(&line[1..])),
+            (Some("<"), _) => dirs.remove(Path::new(&line[1..])),
             _ => continue,
         };
     }
@@ -123,7 +137,31 @@ pub fn reap() -> ExitCode {
     if !groups.is_empty() {
         eprintln!("compare reap: compare died with {} child group(s) running; killed them", groups.len());
     }
+    for dir in &dirs {
+        remove_when_unused(dir);
+    }
+    if !dirs.is_empty() {
+        eprintln!("compare reap: removed {} temp dir(s) compare left", dirs.len());
+    }
     ExitCode::SUCCESS
+}
+
+/// Removes a dead compare's temp dir. A SIGKILLed server may still be writing into it for a moment (the
+/// signal is delivered, the process not yet gone), so a removal that meets a file created meanwhile is
+/// retried, for up to 5 s.
+fn remove_when_unused(dir: &Path) {
+    let deadline = Instant::now() + REAP_GRACE;
+    loop {
+        match std::fs::remove_dir_all(dir) {
+            Ok(()) => return,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+            Err(e) if Instant::now() >= deadline => {
+                eprintln!("compare reap: could not remove {}: {e}", dir.display());
+                return;
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
 }
 
 /// Installs the SIGINT/SIGTERM/SIGHUP handler: the first signal sets the interrupted flag and kills every
@@ -314,6 +352,19 @@ impl localdeps::Spawner for Supervised {
     fn spawn(&self, cmd: Command, name: &str) -> io::Result<Box<dyn localdeps::Process>> {
         Ok(Box::new(Spawned::spawn(cmd, name)?))
     }
+
+    fn dir_created(&self, dir: &Path) {
+        announce_dir('>', dir);
+    }
+
+    fn dir_removed(&self, dir: &Path) {
+        announce_dir('<', dir);
+    }
+}
+
+/// A temp dir the reaper removes if compare dies before it does (`prefix` then random characters).
+pub fn work_dir(prefix: &str) -> io::Result<localdeps::OwnedDir> {
+    localdeps::OwnedDir::create(prefix, std::sync::Arc::new(Supervised))
 }
 
 impl localdeps::Process for Spawned {

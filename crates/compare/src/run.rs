@@ -218,7 +218,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     let mut sink = Sink::create(&jsonl)?;
     eprintln!("compare: recording to {}", jsonl.display());
 
-    let work = tempfile::Builder::new().prefix("compare-").tempdir().context("temp dir")?;
+    let work = process::work_dir("compare-").context("temp dir")?;
     let logdir = work.path().join("logs");
     std::fs::create_dir_all(&logdir)?;
     let bench = Bench {

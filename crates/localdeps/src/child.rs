@@ -3,6 +3,7 @@
 //! reach a process that merely inherited the number.
 
 use std::io;
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,11 @@ pub trait Process: Send + Sync {
 /// own, so its Ctrl-C and panic handling take them down with its other children.
 pub trait Spawner: Send + Sync {
     fn spawn(&self, cmd: Command, name: &str) -> io::Result<Box<dyn Process>>;
+    /// A temp dir of this spawner's servers was created ([`crate::OwnedDir`]); an owner that outlives a crash
+    /// removes it then.
+    fn dir_created(&self, _dir: &Path) {}
+    /// That dir is gone.
+    fn dir_removed(&self, _dir: &Path) {}
 }
 
 /// Plain children of this process.

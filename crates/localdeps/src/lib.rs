@@ -12,6 +12,7 @@
 
 mod binaries;
 mod child;
+mod owned_dir;
 mod postgres;
 mod redis;
 
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 pub use binaries::{INSTALL_HINT, find_in, search_dirs};
 pub use child::{PlainSpawner, Process, Spawner};
+pub use owned_dir::OwnedDir;
 pub use postgres::{PgBin, Postgres, check_db_name, psql};
 pub use redis::Redis;
 

@@ -60,14 +60,14 @@ pub struct Postgres {
     prefix: Vec<OsString>,
     opts: Options,
     /// Data dir and log; declared last so it is removed only after the server has stopped.
-    dir: tempfile::TempDir,
+    dir: crate::OwnedDir,
 }
 
 impl Postgres {
     /// Creates a cluster and starts it; waits until it accepts connections.
     pub fn start(opts: &Options) -> anyhow::Result<Postgres> {
         let bin = PgBin::find(&opts.dirs)?;
-        let dir = tempfile::Builder::new().prefix("postgres-").tempdir().context("temp dir for PostgreSQL")?;
+        let dir = crate::OwnedDir::create("postgres-", opts.spawner.clone()).context("temp dir for PostgreSQL")?;
         let demote = if rustix::process::geteuid().is_root() {
             let (uid, gid) = system_user("postgres").context(
                 "running as root and there is no `postgres` system user to run PostgreSQL as \

@@ -25,7 +25,7 @@ pub struct Redis {
     taskset: Option<PathBuf>,
     opts: Options,
     /// Its working dir and log; declared last so it is removed only after the server has stopped.
-    dir: tempfile::TempDir,
+    dir: crate::OwnedDir,
 }
 
 impl Redis {
@@ -36,7 +36,7 @@ impl Redis {
             Some(_) => Some(require("taskset", &opts.dirs, "apt-get install util-linux")?),
             None => None,
         };
-        let dir = tempfile::Builder::new().prefix("redis-").tempdir().context("temp dir for redis-server")?;
+        let dir = crate::OwnedDir::create("redis-", opts.spawner.clone()).context("temp dir for redis-server")?;
         let port = crate::free_port().context("bind 127.0.0.1:0")?;
         let mut redis = Redis { running: None, port, binary, taskset, opts: opts.clone(), dir };
         redis.spawn()?;
