@@ -525,12 +525,15 @@ fn window(
     rec: &mut Record,
 ) -> anyhow::Result<()> {
     let server_cores: BTreeSet<usize> = procfs::parse_cores(&bench.server_cores)?;
+    let loader_cores: BTreeSet<usize> = procfs::parse_cores(&bench.loader_cores)?;
+    let loader_ticks0 = procfs::core_ticks(&loader_cores)?;
     let ticks0 = procfs::core_ticks(&server_cores)?;
     let db_cpu0: Vec<procfs::TreeCpu> = input.databases.iter().map(|d| procfs::tree_cpu(d.pid)).collect();
     let cpu0 = server.pid().map(procfs::tree_cpu);
     let run = loader::run(bench, server.port, input.load, duration, input.rate, tag)?;
     let cpu1 = server.pid().map(procfs::tree_cpu);
     let ticks1 = procfs::core_ticks(&server_cores)?;
+    let loader_ticks1 = procfs::core_ticks(&loader_cores)?;
     let db_cpu1: Vec<procfs::TreeCpu> = input.databases.iter().map(|d| procfs::tree_cpu(d.pid)).collect();
     for d in &input.databases {
         // A database that died mid-run leaves a run of error answers (or of a server's fallback path):
@@ -542,6 +545,9 @@ fn window(
     rec.rss_after_kib = server.rss_kib();
     crate::process::check_interrupted()?;
 
+    // The loader cores' load says whether the loader, compare or a database there could keep up (a soak's
+    // windows behind the rate, an open loop short of it).
+    rec.loader_busy_pct = Some(procfs::busy_pct(loader_ticks0, loader_ticks1));
     let reasons = loader::void_reasons(&run, input.also_ok, false);
     if let Some(rep) = &run.report {
         rec.duration_s = Some(rep.duration_s);

@@ -159,6 +159,10 @@ pub struct Record {
     pub server_busy_pct: Option<f64>,
     /// Of that, the part not used by the server's tree (other processes, steal): contention.
     pub server_other_pct: Option<f64>,
+    /// Non-idle share of the loader cores over the window (loadgen, compare, and the databases when
+    /// `--db-cores` are the same), percent; absent in older records.
+    #[serde(default)]
+    pub loader_busy_pct: Option<f64>,
     /// Of the server tree's CPU over the window, the share spent in the kernel (stime), percent. Absent in
     /// records written before it was kept.
     #[serde(default)]
@@ -227,6 +231,7 @@ impl Record {
             errors: BTreeMap::new(),
             server_cpu_us_per_resp: None,
             server_busy_pct: None,
+            loader_busy_pct: None,
             server_other_pct: None,
             server_kernel_pct: None,
             postgres_cpu_us_per_resp: None,

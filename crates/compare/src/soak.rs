@@ -145,6 +145,11 @@ pub struct SoakCell {
     /// The median window's busy share of the server cores, every server on them counted: in a side-by-side
     /// soak, the others' load is in it too.
     pub busy_pct: Option<f64>,
+    /// The median window's busy share of the loader cores (loaders, compare, the databases when they share
+    /// them), and the same median over the windows behind the rate only. Busy, not iowait: before kernel 6.15
+    /// (no `IORING_ENTER_NO_IOWAIT`) an io_uring loader's network waits count as iowait too.
+    pub loader_busy_pct: Option<f64>,
+    pub behind_loader_busy_pct: Option<f64>,
     pub responses: u64,
     pub errors: u64,
     pub trend: Trend,
@@ -184,7 +189,11 @@ pub fn summarize(records: &[Record], workload: &str) -> Vec<SoakCell> {
                 .collect();
             let rate = all.iter().find_map(|r| r.rate);
             let served: Vec<f64> = timed.iter().filter(|(_, _, d)| *d > 0.0).map(|(_, n, d)| n / d).collect();
-            let behind_windows = rate.map_or(0, |rate| served.iter().filter(|&&v| v < rate * BEHIND_SHARE).count());
+            let behind = |r: &Record| match (rate, r.requests, r.duration_s) {
+                (Some(rate), Some(n), Some(d)) if d > 0.0 => (n as f64 / d) < rate * BEHIND_SHARE,
+                _ => false,
+            };
+            let behind_windows = valid.iter().filter(|r| behind(r)).count();
             let (cpu_us, answered, seconds) =
                 timed.iter().fold((0.0, 0.0, 0.0), |(c, n, d), (c1, n1, d1)| (c + c1, n + n1, d + d1));
             SoakCell {
@@ -205,6 +214,8 @@ pub fn summarize(records: &[Record], workload: &str) -> Vec<SoakCell> {
                 behind_windows,
                 lowest_req_per_s: served.iter().copied().reduce(f64::min),
                 busy_pct: median(valid.iter().filter_map(|r| r.server_busy_pct)),
+                loader_busy_pct: median(valid.iter().filter_map(|r| r.loader_busy_pct)),
+                behind_loader_busy_pct: median(valid.iter().filter(|r| behind(r)).filter_map(|r| r.loader_busy_pct)),
                 responses: all.iter().filter_map(|r| r.requests).sum(),
                 errors: all.iter().flat_map(|r| r.errors.values()).sum(),
                 trend: trend(&rss),
@@ -263,13 +274,14 @@ pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
         let _ = writeln!(
             out,
             "| runtime | verdict | RSS slope MiB/h | RSS idle → first → last (max) MiB | p99 first → last (max) ms \
-             | achieved req/s | CPU-µs/resp | server cores busy % | samples (void) | responses | errors |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|"
+             | achieved req/s | CPU-µs/resp | server cores busy % | loader cores busy % | samples (void) \
+             | responses | errors |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|"
         );
         for c in &cells {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} → {} → {} ({}) | {} → {} ({}) | {} | {} | {} | {} ({}) | {} | {} |",
+                "| {} | {} | {} | {} → {} → {} ({}) | {} → {} ({}) | {} | {} | {} | {} | {} ({}) | {} | {} |",
                 c.runtime,
                 c.trend.verdict.as_str(),
                 num(c.trend.slope_kib_per_h / 1024.0, 2),
@@ -283,6 +295,7 @@ pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
                 c.achieved_req_per_s.map_or("—".into(), |v| num(v, 0)),
                 c.cpu_us_per_resp.map_or("—".into(), |v| num(v, 2)),
                 c.busy_pct.map_or("—".into(), |v| num(v, 0)),
+                c.loader_busy_pct.map_or("—".into(), |v| num(v, 0)),
                 c.samples,
                 c.void_samples,
                 num(c.responses as f64, 0),
@@ -292,19 +305,21 @@ pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
         let checked_void = records.iter().filter(|r| r.kind == Kind::Check && r.workload == w && r.void);
         for r in checked_void.filter(|r| !cells.iter().any(|c| c.runtime == r.runtime)) {
             let reason = r.void_reason.as_deref().unwrap_or("no reason recorded");
-            let _ = writeln!(out, "| {} | VOID (check): {} | | | | | | | | | |", r.runtime, reason.replace('|', "\\|"));
+            let _ =
+                writeln!(out, "| {} | VOID (check): {} | | | | | | | | | | |", r.runtime, reason.replace('|', "\\|"));
         }
         for c in cells.iter().filter(|c| c.behind_windows > 0) {
             let _ = writeln!(
                 out,
-                "\n{w} {}: {} of {} windows served under {:.0}% of the rate (lowest {} req/s): the server, its \
-                 loader or what they share (the cores, PostgreSQL, Redis) fell behind there, so those windows \
-                 soaked it at less than the rate asked.",
+                "\n{w} {}: {} of {} windows served under {:.0}% of the rate (lowest {} req/s; loader cores {}% \
+                 busy in those windows, median): the server, its loader or what they share (the cores, \
+                 PostgreSQL, Redis) fell behind there, so those windows soaked it at less than the rate asked.",
                 c.runtime,
                 c.behind_windows,
                 c.samples - c.void_samples,
                 BEHIND_SHARE * 100.0,
                 c.lowest_req_per_s.map_or("—".into(), |v| num(v, 0)),
+                c.behind_loader_busy_pct.map_or("—".into(), |v| num(v, 0)),
             );
         }
         for c in cells.iter().filter(|c| c.first_void.is_some()) {
@@ -370,6 +385,8 @@ mod tests {
                 (r.rate, r.duration_s, r.requests, r.elapsed_s) =
                     (Some(300.0), Some(5.0), Some(n), Some(5.0 * (i + 1) as f64));
                 (r.server_cpu_us_per_resp, r.rss_after_kib) = (Some(100.0), Some(10_240));
+                // The loader cores: 60% busy in the windows behind, 30% otherwise.
+                r.loader_busy_pct = Some(if n < 1350 { 60.0 } else { 30.0 });
                 r
             })
             .collect();
@@ -378,9 +395,13 @@ mod tests {
         let mut md = String::new();
         section(&mut md, &records, None);
         assert!(
-            md.contains("notes-write rust: 2 of 10 windows served under 90% of the rate (lowest 100 req/s)"),
+            md.contains(
+                "notes-write rust: 2 of 10 windows served under 90% of the rate (lowest 100 req/s; loader cores 60% \
+                 busy in those windows, median)"
+            ),
             "{md}"
         );
+        assert!(md.contains("| 100.00 | — | 30 | 10 (0) |"), "the loader cores' column, after the server cores': {md}");
     }
 
     #[test]
