@@ -188,11 +188,7 @@ pub fn summarize(records: &[Record], workload: &str) -> Vec<SoakCell> {
                 })
                 .collect();
             let rate = all.iter().find_map(|r| r.rate);
-            let served: Vec<f64> = timed.iter().filter(|(_, _, d)| *d > 0.0).map(|(_, n, d)| n / d).collect();
-            let behind = |r: &Record| match (rate, r.requests, r.duration_s) {
-                (Some(rate), Some(n), Some(d)) if d > 0.0 => (n as f64 / d) < rate * BEHIND_SHARE,
-                _ => false,
-            };
+            let behind = |r: &Record| rate.zip(served_rate(r)).is_some_and(|(rate, v)| v < rate * BEHIND_SHARE);
             let behind_windows = valid.iter().filter(|r| behind(r)).count();
             let (cpu_us, answered, seconds) =
                 timed.iter().fold((0.0, 0.0, 0.0), |(c, n, d), (c1, n1, d1)| (c + c1, n + n1, d + d1));
@@ -212,7 +208,7 @@ pub fn summarize(records: &[Record], workload: &str) -> Vec<SoakCell> {
                 cpu_us_per_resp: (answered > 0.0).then(|| cpu_us / answered),
                 achieved_req_per_s: (seconds > 0.0).then(|| answered / seconds),
                 behind_windows,
-                lowest_req_per_s: served.iter().copied().reduce(f64::min),
+                lowest_req_per_s: valid.iter().filter_map(|r| served_rate(r)).reduce(f64::min),
                 busy_pct: median(valid.iter().filter_map(|r| r.server_busy_pct)),
                 loader_busy_pct: median(valid.iter().filter_map(|r| r.loader_busy_pct)),
                 behind_loader_busy_pct: median(valid.iter().filter(|r| behind(r)).filter_map(|r| r.loader_busy_pct)),
@@ -223,6 +219,12 @@ pub fn summarize(records: &[Record], workload: &str) -> Vec<SoakCell> {
             }
         })
         .collect()
+}
+
+/// Responses per second a window served.
+fn served_rate(r: &Record) -> Option<f64> {
+    let (n, d) = (r.requests?, r.duration_s?);
+    (d > 0.0).then(|| n as f64 / d)
 }
 
 fn mib(kib: Option<u64>) -> String {
@@ -311,7 +313,7 @@ pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
         for c in cells.iter().filter(|c| c.behind_windows > 0) {
             let _ = writeln!(
                 out,
-                "\n{w} {}: {} of {} windows served under {:.0}% of the rate (lowest {} req/s; loader cores {}% \
+                "\n{w} {}: {} of {} windows served under {:.0}% of the rate (lowest {} req/s; loader cores {} \
                  busy in those windows, median): the server, its loader or what they share (the cores, \
                  PostgreSQL, Redis) fell behind there, so those windows soaked it at less than the rate asked.",
                 c.runtime,
@@ -319,7 +321,7 @@ pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
                 c.samples - c.void_samples,
                 BEHIND_SHARE * 100.0,
                 c.lowest_req_per_s.map_or("—".into(), |v| num(v, 0)),
-                c.behind_loader_busy_pct.map_or("—".into(), |v| num(v, 0)),
+                c.behind_loader_busy_pct.map_or("—".into(), |v| format!("{}%", num(v, 0))),
             );
         }
         for c in cells.iter().filter(|c| c.first_void.is_some()) {
