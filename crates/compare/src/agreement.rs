@@ -6,7 +6,6 @@
 
 use std::collections::BTreeSet;
 
-use crate::cells;
 use crate::runtimes::Runtime;
 use crate::stats::median;
 
@@ -156,7 +155,7 @@ impl ServerResult {
         [Loader::Loadgen, Loader::Wrk]
             .into_iter()
             .filter(|&l| {
-                median(self.values(l, |x| Some(x.server_busy_pct))).is_some_and(|b| b < cells::LOADER_BOUND_PCT)
+                median(self.values(l, |x| Some(x.server_busy_pct))).is_some_and(|b| b < crate::bench::LOADER_BOUND_PCT)
             })
             .collect()
     }

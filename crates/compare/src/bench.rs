@@ -4,6 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Closed-loop runs with the server cores less busy than this were limited by the loader.
+pub const LOADER_BOUND_PCT: f64 = 90.0;
+
 /// What every cell shares: the loader, the layout, the timings.
 #[derive(Debug, Clone)]
 pub struct Bench {

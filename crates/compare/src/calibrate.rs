@@ -26,7 +26,6 @@ use clap::Args;
 use crate::agreement::{Loader, LoaderRun, ServerResult, exit_code, order};
 use crate::bench::Bench;
 use crate::calibration::{self, Calibration};
-use crate::cells::{self, Server};
 use crate::loader;
 use crate::measure::{self, Defaults, MeasureArgs};
 use crate::process;
@@ -34,7 +33,8 @@ use crate::procfs;
 use crate::records;
 use crate::report;
 use crate::runtimes::{self, Paths, Runtime, ServerEnv};
-use crate::workloads::{self, Plan};
+use crate::server::{self, Server};
+use crate::workloads::{self, Plan, Workload};
 use crate::wrk;
 
 /// Both loaders' per-request timeout (wrk's default is 2 s; loadgen's compare runs use 5 s).
@@ -171,7 +171,7 @@ fn version_line(program: &Path, flag: &str) -> Option<String> {
 }
 /// Everything missing, each with its install step; empty when all is there.
 pub fn missing_prerequisites(cfg: &Config) -> Vec<String> {
-    let hello = workloads::by_name("hello-bare").into_iter().collect::<Vec<_>>();
+    let hello = [Workload::HelloBare];
     let mut missing = runtimes::missing_prerequisites(&hello, &cfg.servers, &cfg.paths, false, false);
     if wrk::find().is_none() {
         missing.push(format!("wrk not found on PATH: {}", wrk::WRK_HINT));
@@ -224,7 +224,7 @@ fn one_run(
     let before = Window::read(pid, cores)?;
     let (figures, argv): (Result<Figures, String>, _) = match loader {
         Loader::Loadgen | Loader::LoadgenEpoll => {
-            let mut load = Plan::hello(hello_workload()?).load;
+            let mut load = Plan::hello(Workload::HelloBare).load;
             load.connections = cfg.connections;
             let engine = (loader == Loader::LoadgenEpoll).then_some("epoll");
             let bench = Bench { loadgen_engine: engine, ..bench.clone() };
@@ -293,10 +293,6 @@ fn one_run(
     }))
 }
 
-fn hello_workload() -> anyhow::Result<workloads::Workload> {
-    workloads::by_name("hello-bare").context("the hello-bare workload is gone")
-}
-
 fn server_name(server: &Server) -> String {
     format!("server-{}", server.port)
 }
@@ -312,13 +308,13 @@ fn calibrate_server(
     rt: Runtime,
     cores: &Cores,
 ) -> anyhow::Result<ServerResult> {
-    let workload = hello_workload()?;
-    let plan = Plan::hello(workload.clone());
+    let workload = Workload::HelloBare;
+    let plan = Plan::hello(workload);
     let env = ServerEnv { floor_body: Some(workloads::HELLO_BODY.to_vec()), ..ServerEnv::default() };
-    let spec = runtimes::server_spec(rt, &workload, &cfg.paths, &env);
+    let spec = runtimes::server_spec(rt, workload, &cfg.paths, &env);
     let version = match rt {
         Runtime::Floor => Some(format!("compare {}", env!("CARGO_PKG_VERSION"))),
-        _ => runtimes::version(rt, workload.service, &cfg.paths),
+        _ => runtimes::version(rt, workload.service(), &cfg.paths),
     };
     let mut result = ServerResult {
         server: rt,
@@ -330,7 +326,7 @@ fn calibrate_server(
         wrk_argv: Vec::new(),
         loadgen_engine: None,
     };
-    let (mut server, _) = match cells::start_ready(&spec, bench, &plan.ready_path) {
+    let (mut server, _) = match server::start_ready(&spec, bench, &plan.ready_path) {
         Ok(s) => s,
         Err(e) => {
             result.failure = Some(format!("did not start: {e:#}"));
@@ -357,7 +353,7 @@ fn rounds(
     result: &mut ServerResult,
 ) -> anyhow::Result<()> {
     let name = result.server.name();
-    std::thread::sleep(cells::SETTLE);
+    std::thread::sleep(server::SETTLE);
     let probe = &plan.probes[plan.primary];
     if let Some(contract) = &probe.contract {
         let got = probe.ask(server.port);
@@ -399,7 +395,7 @@ fn rounds(
             }
         }
         // Let the last run's connections close before the next loader opens its own.
-        std::thread::sleep(cells::SETTLE);
+        std::thread::sleep(server::SETTLE);
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
-//! compare's command line: the comparison itself (no subcommand), `compare floor` and `compare report`.
-//! Parsed values are resolved into a [`Config`] (defaults, `--quick`, paths) before anything starts; a bad
-//! value is one line on stderr and exit 64.
+//! compare's command line: the comparison itself (no subcommand) and the subcommands, whose own flags live
+//! with them (floor, report, calibrate, images). The comparison's flags are resolved into a
+//! [`Config`](crate::settings::Config) (defaults, `--quick`, paths) before anything starts; a bad value is one
+//! line on stderr and exit 64. Nothing in the library imports this module: it parses into settings.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,8 +10,9 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
 use crate::measure::{Defaults, MeasureArgs};
-use crate::runtimes::{self, Paths, Runtime};
-use crate::workloads::{self, Workload};
+use crate::runtimes;
+use crate::settings::{CapacitySearch, Config, Soak};
+use crate::workloads;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -117,65 +119,10 @@ pub struct RunArgs {
     pub lookups: Option<u64>,
 }
 
-/// `--soak`: how long, how often sampled, at what rate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Soak {
-    pub duration: Duration,
-    pub interval: Duration,
-    pub rate: f64,
-}
-
-/// `--capacity`: the objective and how each search steps.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CapacitySearch {
-    /// p99 at most this, latency from each request's intended send time.
-    pub p99: Duration,
-    /// Searches per runtime and workload.
-    pub runs: u32,
-    /// Each step's measured window, and the warmup before it.
-    pub step: Duration,
-    pub warmup: Duration,
-}
-
 /// The longest capacity step: a search runs a dozen of them, so the comparison's 20 s runs would make one
 /// search take five minutes; 5 s steps after 1 s warmups are loadgen's own defaults.
 const CAPACITY_STEP_MAX: Duration = Duration::from_secs(5);
 const CAPACITY_WARMUP_MAX: Duration = Duration::from_secs(1);
-
-/// Everything a comparison needs, resolved.
-#[derive(Debug, Clone)]
-pub struct Config {
-    pub paths: Paths,
-    pub workloads: Vec<Workload>,
-    pub runtimes: Vec<Runtime>,
-    pub runs: u32,
-    pub duration: Duration,
-    pub warmup: Duration,
-    pub connections: Option<u32>,
-    pub server_cores: String,
-    /// One per server core: rust workers, Node cluster workers, Bun processes.
-    pub server_processes: usize,
-    pub loader_cores: String,
-    pub db_cores: String,
-    pub startup_runs: u32,
-    /// `None`: half the slowest runtime's median closed-loop req/s; `Some(0)`: no open-loop runs.
-    pub tail_rate: Option<f64>,
-    pub out_dir: PathBuf,
-    pub database_url: Option<String>,
-    pub redis_url: Option<String>,
-    pub rows: u64,
-    pub seed_notes: u32,
-    pub request_timeout: Duration,
-    /// Soak mode (`--soak`): checks, then one soak per runtime and workload, all at once, instead of the
-    /// comparison.
-    pub soak: Option<Soak>,
-    /// `--capacity`: a capacity search per runtime and workload after the rounds.
-    pub capacity: Option<CapacitySearch>,
-    /// metadata's DB-only runs: lookups per run (0: none).
-    pub lookups: u64,
-    /// compare's argv, recorded in every record.
-    pub command: Vec<String>,
-}
 
 /// The comparison's defaults for the shared flags: 3 runs of 20 s after 10 s warmup; `--quick`: 1 of 2 s after 1 s.
 const DEFAULTS: Defaults = Defaults { runs: [3, 1], duration: ["20s", "2s"], warmup: ["10s", "1s"] };
@@ -302,6 +249,7 @@ mod tests {
     use super::*;
     use crate::floor::FloorArgs;
     use crate::report::ReportArgs;
+    use crate::runtimes::Runtime;
 
     fn parse(args: &[&str]) -> anyhow::Result<Config> {
         let cli = Cli::try_parse_from(std::iter::once("compare").chain(args.iter().copied()))?;
@@ -315,7 +263,7 @@ mod tests {
             (c.runs, c.duration, c.warmup, c.startup_runs, c.rows),
             (3, Duration::from_secs(20), Duration::from_secs(10), 15, 100_000)
         );
-        assert_eq!(c.workloads.len(), workloads::NAMES.len());
+        assert_eq!(c.workloads, workloads::Workload::ALL);
         assert_eq!(c.runtimes, runtimes::ALL.to_vec());
         let q = parse(&["--quick"]).expect("quick");
         assert_eq!(

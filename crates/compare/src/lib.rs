@@ -39,6 +39,8 @@ pub mod report;
 pub mod run;
 pub mod runtimes;
 pub mod seeds;
+pub mod server;
+pub mod settings;
 pub mod site;
 pub mod soak;
 pub mod stats;

@@ -14,9 +14,9 @@ use loadgen::report::Report;
 use serde::de::DeserializeOwned;
 
 use crate::bench::Bench;
-use crate::cli::CapacitySearch;
 use crate::process::Spawned;
 use crate::procfs;
+use crate::settings::CapacitySearch;
 use crate::workloads::LoadSpec;
 
 /// loadgen gets this long past its own bound before it is killed and the run voided.

@@ -14,12 +14,12 @@ use anyhow::Context;
 use serde::Deserialize;
 
 use crate::bench::Bench;
-use crate::cli::Config;
 use crate::format::{fmt_median, fmt_spread, num};
 use crate::process::{Spawned, check_interrupted};
 use crate::progress::Progress;
 use crate::records::{Kind, LookupRun, Record, Sink};
 use crate::runtimes::{Paths, Runtime};
+use crate::settings::Config;
 use crate::stats::{per_round_ratio, spread};
 use crate::workloads::{MetadataData, Service};
 

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use compare::cli::{Cli, Cmd};
-use compare::{calibrate, floor, images, report, run};
+use compare::{calibrate, floor, images, measure, report, run};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -24,6 +24,9 @@ fn main() -> ExitCode {
         Some(Cmd::Calibrate(args)) => calibrate::command(&args),
         Some(Cmd::Images(args)) => images::command(&args),
         Some(Cmd::Reap) => compare::process::reap(),
-        None => run::command(&cli.run),
+        None => match measure::resolve_or_exit(|argv, exe| cli.run.resolve(argv, exe)) {
+            Ok(cfg) => run::command(&cfg),
+            Err(code) => code,
+        },
     }
 }

