@@ -10,9 +10,9 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
 use crate::measure::{Defaults, MeasureArgs};
-use crate::runtimes;
+use crate::plan::runtimes;
+use crate::plan::workloads;
 use crate::settings::{CapacitySearch, Config, Soak};
-use crate::workloads;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -164,7 +164,7 @@ impl RunArgs {
             runtimes.retain(|r| r.scales_to_cores());
         }
         for spec in &self.targets {
-            let target = runtimes::leak_target(crate::target::parse(spec)?);
+            let target = runtimes::leak_target(crate::plan::target::parse(spec)?);
             if runtimes.iter().any(|r| r.name() == target.name()) {
                 bail!("--target {spec:?}: the name {:?} is taken", target.name());
             }
@@ -173,7 +173,7 @@ impl RunArgs {
         if runtimes.is_empty() {
             bail!("no runtime left to measure");
         }
-        crate::procfs::parse_cores(&self.db_cores).context("--db-cores")?;
+        crate::system::procfs::parse_cores(&self.db_cores).context("--db-cores")?;
         if !server.is_disjoint(&m.loader_cores) {
             eprintln!("warning: server and loader cores overlap; figures will mix server and loader work");
         }
@@ -248,8 +248,8 @@ impl RunArgs {
 mod tests {
     use super::*;
     use crate::floor::FloorArgs;
+    use crate::plan::runtimes::Runtime;
     use crate::report::ReportArgs;
-    use crate::runtimes::Runtime;
 
     fn parse(args: &[&str]) -> anyhow::Result<Config> {
         let cli = Cli::try_parse_from(std::iter::once("compare").chain(args.iter().copied()))?;

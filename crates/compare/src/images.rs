@@ -25,10 +25,10 @@ use anyhow::{Context, bail};
 use serde::Serialize;
 
 use crate::format::{num, shell_join};
-use crate::process::Spawned;
+use crate::plan::runtimes;
 use crate::records::{self, Machine};
-use crate::runtimes;
 use crate::stats::spread;
+use crate::system::process::Spawned;
 
 /// How long one docker CLI call may take (`docker info` against a dead socket fails fast; a hung engine must
 /// not hang compare).
@@ -202,7 +202,7 @@ pub fn engine_version(engine: &Engine) -> Result<String, String> {
 
 fn first_answer(port: u16, deadline: Instant) -> anyhow::Result<()> {
     loop {
-        match crate::http::request(port, "GET", "/healthz", None, &[], Duration::from_secs(1)) {
+        match crate::system::http::request(port, "GET", "/healthz", None, &[], Duration::from_secs(1)) {
             Ok(_) => return Ok(()),
             Err(e) if Instant::now() >= deadline => {
                 bail!("no answer on /healthz within {} s: {e}", READY_TIMEOUT.as_secs())
@@ -213,7 +213,7 @@ fn first_answer(port: u16, deadline: Instant) -> anyhow::Result<()> {
 }
 
 fn one_start(bin: &Engine, spec: &ImageSpec, container_port: u16) -> anyhow::Result<f64> {
-    let host_port = crate::server::free_port()?;
+    let host_port = crate::run::server::free_port()?;
     let publish = format!("127.0.0.1:{host_port}:{container_port}");
     let began = Instant::now();
     let id = docker(bin, &["run", "-d", "--rm", "--pull", "never", "-p", &publish, &spec.reference])?;
@@ -251,7 +251,7 @@ pub fn measure(bin: &Engine, specs: &[ImageSpec], runs: u32) -> Vec<ImageResult>
             }
             if let Some(port) = spec.port {
                 for _ in 0..runs {
-                    if crate::process::interrupted() {
+                    if crate::system::process::interrupted() {
                         break;
                     }
                     match one_start(bin, spec, port) {
@@ -333,7 +333,7 @@ pub fn command(args: &ImagesArgs) -> ExitCode {
             }
         }
     };
-    crate::process::install_panic_hook();
+    crate::system::process::install_panic_hook();
     let machine = records::machine_info();
     let started_at = records::now_rfc3339();
     let cwd = std::env::current_dir().unwrap_or_default();

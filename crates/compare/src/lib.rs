@@ -6,6 +6,25 @@
 //! `bench/results/<UTC stamp>-<hostname>.jsonl` (schemas/compare/record.schema.json), and a Markdown summary
 //! plus an SVG per workload are written next to it, with the same summary as one self-contained HTML page.
 //!
+//! How a comparison flows, folder by folder (crates/compare/README.md draws the same map):
+//!
+//! ```text
+//! cli ─► settings            flags parsed once into plain settings (durations, cores, workloads typed)
+//!   plan/                     what is measured: workloads, runtimes and how each starts, probes, load
+//!   run/                      measuring: dependencies and data, then per workload checks → cold starts →
+//!     │                       closed rounds → open tails → capacity / DB-only runs (or a soak), each a
+//!     │                       fresh pinned server under loadgen, every record appended as measured
+//!     ▼
+//!   records                   one JSON line per run: the only thing report reads
+//!   report/                   Markdown tables, SVG charts, the HTML page (also `compare report`)
+//!   calibrate/                loadgen against wrk on the same servers (`compare calibrate`)
+//!   images, floor             `compare images`; the floor server (`compare floor`)
+//!   system/                   processes and their groups, /proc, a raw HTTP client
+//! ```
+//!
+//! Dependencies point down this list: plan knows nothing of run, run nothing of report, and nothing
+//! imports cli.
+//!
 //! ```text
 //! bash bench/setup.sh && bash scripts/install-test-deps.sh
 //! target/release/compare --quick                       # a smoke run of every workload
@@ -13,38 +32,16 @@
 //! target/release/compare report bench/results/*.jsonl  # re-render the summary
 //! ```
 
-pub mod agreement;
-pub mod bench;
 pub mod calibrate;
-pub mod calibration;
-pub mod capacity;
-pub mod cells;
-pub mod charts;
 pub mod cli;
-pub mod costs;
-pub mod deps;
 pub mod floor;
 pub mod format;
-pub mod html;
-pub mod http;
 pub mod images;
-pub mod loader;
-pub mod lookups;
 pub mod measure;
-pub mod process;
-pub mod procfs;
-pub mod progress;
+pub mod plan;
 pub mod records;
 pub mod report;
 pub mod run;
-pub mod runtimes;
-pub mod seeds;
-pub mod server;
 pub mod settings;
-pub mod site;
-pub mod soak;
 pub mod stats;
-pub mod stored;
-pub mod target;
-pub mod workloads;
-pub mod wrk;
+pub mod system;

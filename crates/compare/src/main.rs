@@ -23,7 +23,7 @@ fn main() -> ExitCode {
         Some(Cmd::Report(args)) => report::command(&args),
         Some(Cmd::Calibrate(args)) => calibrate::command(&args),
         Some(Cmd::Images(args)) => images::command(&args),
-        Some(Cmd::Reap) => compare::process::reap(),
+        Some(Cmd::Reap) => compare::system::process::reap(),
         None => match measure::resolve_or_exit(|argv, exe| cli.run.resolve(argv, exe)) {
             Ok(cfg) => run::command(&cfg),
             Err(code) => code,

@@ -14,8 +14,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Args;
 
-use crate::procfs;
-use crate::runtimes::{self, Paths};
+use crate::plan::runtimes::{self, Paths};
+use crate::system::procfs;
 
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::runtimes::{Paths, Runtime};
-use crate::workloads::Workload;
+use crate::plan::runtimes::{Paths, Runtime};
+use crate::plan::workloads::Workload;
 
 /// `--soak`: how long, how often sampled, at what rate.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use compare::wrk::{SocketErrors, parse_wrk};
+use compare::calibrate::wrk::{SocketErrors, parse_wrk};
 
 /// `taskset -c 1 wrk -t 1 -c 100 -d 2s --latency` against `compare floor` (debug build) on core 0.
 const WRK_OK: &str = "\
@@ -104,7 +104,7 @@ fn calibrate(args: &[&str], path: Option<&Path>) -> Output {
 #[test]
 fn quick_calibration_on_the_floor_and_node() {
     assert!(
-        compare::wrk::find().is_some(),
+        compare::calibrate::wrk::find().is_some(),
         "wrk not found on PATH: run `bash bench/setup.sh` (it installs wrk), or `apt-get install wrk`"
     );
     common::loadgen();

@@ -61,7 +61,7 @@ fn capacity_searches_find_a_known_limit_and_land_in_the_report() {
     assert!(md.contains("Capacity at p99 ≤ 50 ms"), "{md}");
     assert!(md.contains("| runtime | capacity req/s | p99 ms at it | ÷ rust | valid searches | steps |"), "{md}");
     assert!(md.contains(&format!("| paced | {} |", compare::format::num(found, 0))), "{md}");
-    let svg = compare::capacity::svg_path(&md_path, "hello-bare", 50_000);
+    let svg = compare::report::capacity::svg_path(&md_path, "hello-bare", 50_000);
     let text = std::fs::read_to_string(&svg).unwrap_or_else(|e| panic!("{}: {e}", svg.display()));
     assert!(text.contains("paced") && text.contains("rust") && text.ends_with("</svg>\n"));
     let html = std::fs::read_to_string(md_path.with_extension("html")).expect("the HTML page");

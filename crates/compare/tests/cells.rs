@@ -7,11 +7,11 @@ mod common;
 
 use std::time::Duration;
 
-use compare::cells::{self, CheckInput, Reference, RunInput};
-use compare::deps::Database;
+use compare::plan::server_spec::ServerSpec;
+use compare::plan::workloads::{self, LoadSpec, Plan, Workload};
 use compare::records::{Kind, Record};
-use compare::server::ServerSpec;
-use compare::workloads::{self, LoadSpec, Plan, Workload};
+use compare::run::cells::{self, CheckInput, Reference, RunInput};
+use compare::run::deps::Database;
 
 const HELLO: &str = r#"{"message":"Hello from Flight!"}"#;
 

@@ -6,8 +6,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use compare::server::{self, ServerSpec};
-use compare::{process, procfs};
+use compare::plan::server_spec::ServerSpec;
+use compare::run::server;
+use compare::system::{process, procfs};
 
 fn gone(pid: u32) -> bool {
     // Reparented orphans are reaped by init, or left as zombies where init does not reap (containers).

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use compare::process::Spawned;
+use compare::system::process::Spawned;
 
 /// How long one headless Chromium run may take before it is killed (it takes well under a second here).
 const BROWSER_LIMIT: Duration = Duration::from_secs(60);

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use compare::procfs;
+use compare::system::procfs;
 use rustix::process::{Pid, Signal, kill_process};
 
 fn comm(pid: u32) -> String {

@@ -45,11 +45,11 @@ fn quick_comparison_of_every_workload() {
         common::assert_valid(&v, &serde_json::from_str(line).expect("JSON line"));
     }
     let recs = records::read_jsonl(&jsonl).expect("records");
-    for w in compare::workloads::Workload::ALL {
+    for w in compare::plan::workloads::Workload::ALL {
         let workload = w.name();
-        let koa = compare::runtimes::Runtime::Koa.serves(w).then_some("koa");
-        let floor = compare::runtimes::Runtime::Floor.serves(w).then_some("floor");
-        let flight = compare::runtimes::Runtime::FlightNode.serves(w).then_some("flight-node");
+        let koa = compare::plan::runtimes::Runtime::Koa.serves(w).then_some("koa");
+        let floor = compare::plan::runtimes::Runtime::Floor.serves(w).then_some("floor");
+        let flight = compare::plan::runtimes::Runtime::FlightNode.serves(w).then_some("flight-node");
         for runtime in ["rust", "bun", "node"].into_iter().chain(flight).chain(koa).chain(floor) {
             let of =
                 |k: Kind| recs.iter().filter(move |r| r.workload == workload && r.runtime == runtime && r.kind == k);

@@ -7,7 +7,7 @@
 mod common;
 
 use compare::records::{self, Kind};
-use compare::soak::{self, Verdict};
+use compare::report::soak::{self, Verdict};
 
 #[test]
 fn soak_flags_a_leaking_server_and_not_a_sound_one() {

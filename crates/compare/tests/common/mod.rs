@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use compare::bench::Bench;
+use compare::run::bench::Bench;
 use serde_json::Value;
 
 pub const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schemas/compare/record.schema.json");

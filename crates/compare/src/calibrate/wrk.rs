@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::process::Spawned;
+use crate::system::process::Spawned;
 
 /// The install step every "wrk not found" names.
 pub const WRK_HINT: &str = "run `bash bench/setup.sh` (it installs wrk), or `apt-get install wrk`";

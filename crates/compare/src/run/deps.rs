@@ -5,7 +5,7 @@
 //! PostgreSQL keeps its durability defaults (fsync, synchronous_commit, full_page_writes): a benchmark of a
 //! write path with fsync off measures something no deployment runs. Everything started here is stopped when
 //! `Deps` is dropped, and nothing else is ever signalled. The servers are started as
-//! [`crate::process::Spawned`] children (each its own process group, registered), so Ctrl-C and panics,
+//! [`crate::system::process::Spawned`] children (each its own process group, registered), so Ctrl-C and panics,
 //! which release builds turn into aborts that run no destructor, still take them down with the rest of
 //! compare's children.
 
@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, bail};
 use localdeps::{INSTALL_HINT, PgBin, check_db_name};
 
-use crate::process::Supervised;
+use crate::system::process::Supervised;
 
 #[derive(Debug, Clone)]
 pub struct DepsOptions {
@@ -49,21 +49,12 @@ pub struct Deps {
     created: Mutex<HashSet<String>>,
 }
 
-/// `host` and `port` of a `redis://[user@]host:port[/db]` URL (what Flight's FLIGHT_REDIS_HOST/PORT take).
-pub fn redis_host_port(url: &str) -> Option<(String, u16)> {
-    let rest = url.strip_prefix("redis://")?;
-    let authority = rest.split('/').next()?;
-    let hostport = authority.rsplit('@').next()?;
-    let (host, port) = hostport.rsplit_once(':').unwrap_or((hostport, "6379"));
-    Some((host.trim_matches(['[', ']']).to_string(), port.parse().ok()?))
-}
-
 /// Why the Redis at `url` is not usable now (no PONG to a PING within 2 s), or `None` when it answers.
 pub fn redis_unanswered(url: &str) -> Option<String> {
     use std::io::{Read, Write};
     use std::net::{TcpStream, ToSocketAddrs};
     let within = std::time::Duration::from_secs(2);
-    let Some((host, port)) = redis_host_port(url) else {
+    let Some((host, port)) = crate::plan::runtimes::redis_host_port(url) else {
         return Some(format!("Redis URL {url:?} has no host:port"));
     };
     let ask = || -> std::io::Result<Vec<u8>> {

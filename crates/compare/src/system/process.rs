@@ -218,7 +218,7 @@ pub fn install_panic_hook() {
 /// off the server's; a failure is only a warning), every child killed on a panic or a signal, and the reaper
 /// started (on those cores too) for a death compare cannot handle.
 pub fn take_charge(loader_cores: &str) -> anyhow::Result<()> {
-    if let Err(e) = crate::procfs::pin_self(loader_cores) {
+    if let Err(e) = crate::system::procfs::pin_self(loader_cores) {
         eprintln!("warning: could not pin compare to cores {loader_cores}: {e}");
     }
     if let Err(e) = start_reaper() {
@@ -235,7 +235,7 @@ pub struct Spawned {
     pgid: i32,
     status: Option<ExitStatus>,
     /// The leader's CPU time, read from /proc while it was a zombie (exited, not yet reaped).
-    cpu_at_exit: Option<crate::procfs::TreeCpu>,
+    cpu_at_exit: Option<crate::system::procfs::TreeCpu>,
     name: String,
 }
 
@@ -264,7 +264,7 @@ impl Spawned {
 
     /// The CPU time (user + system, all its threads) the leader used in its whole life, when it exited on its
     /// own and `try_wait` saw it: what `wait4` would report, measured the same way for every loader.
-    pub fn cpu_at_exit(&self) -> Option<crate::procfs::TreeCpu> {
+    pub fn cpu_at_exit(&self) -> Option<crate::system::procfs::TreeCpu> {
         self.cpu_at_exit
     }
 
@@ -279,7 +279,7 @@ impl Spawned {
         if let Some(pid) = pid
             && matches!(rustix::process::waitid(WaitId::Pid(pid), options), Ok(Some(_)))
         {
-            self.cpu_at_exit = Some(crate::procfs::own_cpu(self.pid()));
+            self.cpu_at_exit = Some(crate::system::procfs::own_cpu(self.pid()));
         }
         let mut live = live();
         let status = self.child.try_wait()?;

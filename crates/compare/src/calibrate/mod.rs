@@ -15,6 +15,10 @@
 //! (a missing prerequisite, a server that did not start or answered wrongly, wrk or loadgen errors, non-2xx),
 //! 64 bad flags, 130 interrupted.
 
+pub mod agreement;
+pub mod calibration;
+pub mod wrk;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -23,19 +27,18 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 
-use crate::agreement::{Loader, LoaderRun, ServerResult, exit_code, order};
-use crate::bench::Bench;
-use crate::calibration::{self, Calibration};
-use crate::loader;
+use crate::calibrate::agreement::{Loader, LoaderRun, ServerResult, exit_code, order};
+use crate::calibrate::calibration::Calibration;
 use crate::measure::{self, Defaults, MeasureArgs};
-use crate::process;
-use crate::procfs;
+use crate::plan::runtimes::{self, Paths, Runtime, ServerEnv};
+use crate::plan::workloads::{self, Plan, Workload};
 use crate::records;
 use crate::report;
-use crate::runtimes::{self, Paths, Runtime, ServerEnv};
-use crate::server::{self, Server};
-use crate::workloads::{self, Plan, Workload};
-use crate::wrk;
+use crate::run::bench::Bench;
+use crate::run::loader;
+use crate::run::server::{self, Server};
+use crate::system::process;
+use crate::system::procfs;
 
 /// Both loaders' per-request timeout (wrk's default is 2 s; loadgen's compare runs use 5 s).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);

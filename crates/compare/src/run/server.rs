@@ -1,4 +1,4 @@
-//! One server of a cell: how it is described ([`ServerSpec`]), started pinned in its own process group with
+//! One server of a cell, as its [`ServerSpec`] describes it: started pinned in its own process group with
 //! a scrubbed environment and a log file, polled until its first 200, and stopped. The cells, the seeding and
 //! calibrate all start servers through here.
 
@@ -10,44 +10,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-use crate::bench::Bench;
-use crate::process::Spawned;
-use crate::procfs;
+use crate::plan::server_spec::ServerSpec;
+use crate::run::bench::Bench;
+use crate::system::process::Spawned;
+use crate::system::procfs;
 
 /// A just-started runtime finishes lazy initialization before its idle RSS is read.
 pub const SETTLE: Duration = Duration::from_millis(500);
 /// Readiness polls are this far apart: fine enough for a 5 ms startup, from the loader's core.
 const READY_POLL: Duration = Duration::from_micros(500);
-
-/// How to start one server. `{port}` in `args` and env values is replaced by the port it is given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerSpec {
-    pub name: String,
-    pub program: PathBuf,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub cwd: PathBuf,
-    /// Not started at all: a server already listening on this port, with its pid when known (`--target`).
-    pub attach: Option<(u16, Option<u32>)>,
-    /// stdout into /dev/null rather than the log (a request log that writes a line per request would fill
-    /// the disk); stderr still goes to the log.
-    pub discard_stdout: bool,
-}
-
-impl ServerSpec {
-    pub fn new(name: &str, program: PathBuf) -> ServerSpec {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        ServerSpec {
-            name: name.to_string(),
-            program,
-            args: Vec::new(),
-            env: Vec::new(),
-            cwd,
-            attach: None,
-            discard_stdout: false,
-        }
-    }
-}
 
 /// Variables in compare's own environment that would change what a server does (a Redis URL, a worker
 /// count, a debug filter, Node flags): never passed on.
@@ -122,12 +93,12 @@ impl Server {
             if let Some(status) = self.exited() {
                 bail!("{} exited ({status}) before answering{}", self.name, self.log_tail(12));
             }
-            match crate::http::request(self.port, "GET", path, None, &[], Duration::from_secs(2)) {
+            match crate::system::http::request(self.port, "GET", path, None, &[], Duration::from_secs(2)) {
                 Ok(r) if r.status == 200 => return Ok(self.started.elapsed()),
                 Ok(r) => last = Some(r.status),
                 Err(_) => {}
             }
-            crate::process::check_interrupted()?;
+            crate::system::process::check_interrupted()?;
             if self.started.elapsed() > timeout {
                 let last = last.map_or("none".to_string(), |s| s.to_string());
                 bail!("{}: no 200 on {path} within {timeout:?} (last status {last}){}", self.name, self.log_tail(12));

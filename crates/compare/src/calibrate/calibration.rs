@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::agreement::{AGREE_PCT, Loader, ServerResult, disagrees, exit_code};
+use crate::calibrate::agreement::{AGREE_PCT, Loader, ServerResult, disagrees, exit_code};
 use crate::format::shell_join;
 use crate::records;
 use crate::stats::median;
@@ -122,7 +122,7 @@ pub fn render(c: &Calibration) -> String {
          Latencies are printed, not judged: both loaders run closed loop here, so both leave out the time a request \
          would have waited behind a slow one (coordinated omission), and each times requests its own way (wrk from its \
          per-thread histogram, loadgen from HDR histograms from its own write).\n",
-        crate::bench::LOADER_BOUND_PCT
+        crate::run::bench::LOADER_BOUND_PCT
     );
     let _ = writeln!(
         s,
@@ -174,7 +174,7 @@ pub fn render(c: &Calibration) -> String {
                         "  - the server cores were under {:.0}% busy with {}: the loader, not the server, set the pace \
                          there, so the req/s compare the loaders' own speed (loadgen ÷ wrk = {:.3}) rather than their \
                          measurement of the server; not judged",
-                        crate::bench::LOADER_BOUND_PCT,
+                        crate::run::bench::LOADER_BOUND_PCT,
                         idle.join(" and "),
                         v.ratio
                     ));

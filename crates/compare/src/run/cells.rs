@@ -9,14 +9,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-use crate::bench::{Bench, LOADER_BOUND_PCT};
-use crate::deps::Database;
-use crate::loader;
-use crate::procfs;
+use crate::plan::server_spec::ServerSpec;
+use crate::plan::workloads::{self, LoadSpec, Outcome, Probe};
 use crate::records::{CapacityFound, Kind, LatencyUs, Record};
-use crate::server::{SETTLE, Server, ServerSpec, millis, start_ready};
+use crate::run::bench::{Bench, LOADER_BOUND_PCT};
+use crate::run::deps::Database;
+use crate::run::loader;
+use crate::run::server::{SETTLE, Server, millis, start_ready};
 use crate::settings::CapacitySearch;
-use crate::workloads::{self, LoadSpec, Outcome, Probe};
+use crate::system::procfs;
 
 /// The reference a cell's answers are held to: whose they are, and the answers.
 #[derive(Debug, Clone, Copy)]
@@ -252,7 +253,7 @@ fn soak_on(
         if exited.is_some() {
             break;
         }
-        crate::process::check_interrupted()?;
+        crate::system::process::check_interrupted()?;
     }
     Ok(())
 }
@@ -343,7 +344,7 @@ fn prepare(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mut R
             return Ok(false);
         }
     }
-    crate::process::check_interrupted()?;
+    crate::system::process::check_interrupted()?;
     Ok(true)
 }
 
@@ -376,7 +377,7 @@ fn window(
         }
     }
     rec.rss_after_kib = server.rss_kib();
-    crate::process::check_interrupted()?;
+    crate::system::process::check_interrupted()?;
 
     // The loader cores' load says whether the loader, compare or a database there could keep up (a soak's
     // windows behind the rate, an open loop short of it).

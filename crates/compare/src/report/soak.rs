@@ -16,9 +16,9 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use crate::charts::{self, Series};
 use crate::format::num;
 use crate::records::{Kind, Record, ordered};
+use crate::report::charts::{self, Series};
 use crate::stats::median;
 
 /// Growth below this over the kept span is noise whatever the RSS (page-granular accounting, thread stacks).

@@ -10,9 +10,9 @@ use std::process::Command;
 
 use anyhow::bail;
 
-use crate::server::ServerSpec;
-use crate::target::{Target, TargetKind};
-use crate::workloads::{FlightProfile, Service, Workload};
+use crate::plan::server_spec::ServerSpec;
+use crate::plan::target::{Target, TargetKind};
+use crate::plan::workloads::{FlightProfile, Service, Workload};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Runtime {
@@ -289,7 +289,7 @@ pub fn server_spec(runtime: Runtime, workload: Workload, paths: &Paths, env: &Se
             spec.env.push(("FLIGHT_MAX_WORKERS".into(), processes.to_string()));
             spec.env.push(("FLIGHT_APP_SECRET".into(), "compare-flight-node-secret".into()));
             spec.env.extend([("FLIGHT_PORT".into(), "{port}".into()), ("FLIGHT_HOSTNAME".into(), "127.0.0.1".into())]);
-            if let Some((host, port)) = env.redis_url.as_deref().and_then(crate::deps::redis_host_port) {
+            if let Some((host, port)) = env.redis_url.as_deref().and_then(redis_host_port) {
                 spec.env.extend([("FLIGHT_REDIS_HOST".into(), host), ("FLIGHT_REDIS_PORT".into(), port.to_string())]);
             }
             spec.env.extend(dist_env(env));
@@ -560,6 +560,15 @@ fn postgres_installed() -> bool {
         .unwrap_or(false)
 }
 
+/// `host` and `port` of a `redis://[user@]host:port[/db]` URL (what Flight's FLIGHT_REDIS_HOST/PORT take).
+pub fn redis_host_port(url: &str) -> Option<(String, u16)> {
+    let rest = url.strip_prefix("redis://")?;
+    let authority = rest.split('/').next()?;
+    let hostport = authority.rsplit('@').next()?;
+    let (host, port) = hostport.rsplit_once(':').unwrap_or((hostport, "6379"));
+    Some((host.trim_matches(['[', ']']).to_string(), port.parse().ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -673,7 +682,7 @@ mod tests {
 
     #[test]
     fn redis_urls_give_flight_its_host_and_port() {
-        let hp = |u: &str| crate::deps::redis_host_port(u);
+        let hp = |u: &str| redis_host_port(u);
         assert_eq!(hp("redis://127.0.0.1:6390"), Some(("127.0.0.1".into(), 6390)));
         assert_eq!(hp("redis://user:pw@cache.local:7000/1"), Some(("cache.local".into(), 7000)));
         assert_eq!(hp("redis://[::1]:6379/0"), Some(("::1".into(), 6379)));
@@ -699,11 +708,11 @@ mod tests {
         let s = server_spec(Runtime::Bun, hello, &paths(), &ServerEnv::default());
         assert!(!s.env.iter().any(|(k, _)| k == "PEER_PROCESSES"), "one process unless asked");
 
-        let cmd = leak_target(crate::target::parse("orig=cmd:node app.js").expect("target"));
+        let cmd = leak_target(crate::plan::target::parse("orig=cmd:node app.js").expect("target"));
         let s = server_spec(cmd, hello, &paths(), &ServerEnv::default());
         assert_eq!((s.program.as_path(), s.args.join(" ")), (Path::new("/bin/sh"), "-c node app.js".to_string()));
         assert!(s.env.contains(&("PORT".into(), "{port}".into())) && s.attach.is_none());
-        let running = leak_target(crate::target::parse("mine=http://127.0.0.1:9").expect("target"));
+        let running = leak_target(crate::plan::target::parse("mine=http://127.0.0.1:9").expect("target"));
         assert_eq!(server_spec(running, hello, &paths(), &ServerEnv::default()).attach, Some((9, None)));
         assert_eq!((running.name(), running.started_by_compare(), cmd.started_by_compare()), ("mine", false, true));
     }

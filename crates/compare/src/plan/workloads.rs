@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::http;
-use crate::site::{DEEP_LINK, Site};
+use crate::plan::site::{DEEP_LINK, Site};
+use crate::system::http;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Service {
@@ -802,7 +802,7 @@ mod tests {
         assert_eq!(json.probes[0].headers, [("Origin", "http://app.example"), ("Accept-Encoding", "gzip")]);
 
         let dir = tempfile::tempdir().expect("temp dir");
-        let site = crate::site::build(dir.path()).expect("site");
+        let site = crate::plan::site::build(dir.path()).expect("site");
         let plan = Plan::static_site(Workload::Static, &site);
         let args = plan.load.loadgen_args(1);
         assert!(args.windows(2).any(|w| w[0] == "--path" && w[1] == "/{page}"), "{args:?}");

@@ -5,7 +5,6 @@
 //! bytes built must agree across runtimes, or the run does not count. Pinned to the server cores, one run
 //! per round per runtime, the order rotated like the rounds.
 
-use std::fmt::Write as _;
 use std::fs::File;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -13,15 +12,14 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 
-use crate::bench::Bench;
-use crate::format::{fmt_median, fmt_spread, num};
-use crate::process::{Spawned, check_interrupted};
-use crate::progress::Progress;
-use crate::records::{Kind, LookupRun, Record, Sink};
-use crate::runtimes::{Paths, Runtime};
+use crate::format::num;
+use crate::plan::runtimes::{Paths, Runtime};
+use crate::plan::workloads::{MetadataData, Service};
+use crate::records::{LookupRun, Record, Sink};
+use crate::run::bench::Bench;
+use crate::run::progress::Progress;
 use crate::settings::Config;
-use crate::stats::{per_round_ratio, spread};
-use crate::workloads::{MetadataData, Service};
+use crate::system::process::{Spawned, check_interrupted};
 
 /// The runtimes with a DB-only loop.
 pub fn runs_on(rt: Runtime) -> bool {
@@ -184,50 +182,10 @@ pub fn disagreements(round: &[Record]) -> Vec<(usize, String)> {
         .collect()
 }
 
-fn ops(r: &Record) -> Option<f64> {
-    r.lookups.map(|l| l.ops_per_s)
-}
-
-/// The DB-only table of one workload, when it has lookups records.
-pub fn table(out: &mut String, records: &[Record], workload: &str) {
-    let mine: Vec<&Record> = records.iter().filter(|r| r.workload == workload && r.kind == Kind::Lookups).collect();
-    if mine.is_empty() {
-        return;
-    }
-    let iterations = mine.iter().find_map(|r| r.lookups.map(|l| l.iterations)).unwrap_or(0);
-    let _ = writeln!(
-        out,
-        "\nDB-only: the lookup and the JSON build in a loop, no HTTP ({iterations} lookups a run after a tenth as \
-         many untimed; each runtime's own SQLite binding on the same file, pinned to the server cores):\n"
-    );
-    let _ = writeln!(out, "| runtime | lookups/s | µs/lookup | lookups/s ÷ rust | valid runs |");
-    let _ = writeln!(out, "|---|---|---|---|---|");
-    let runtimes = crate::records::ordered(mine.iter().map(|r| r.runtime.as_str()));
-    for rt in runtimes {
-        let of: Vec<&&Record> = mine.iter().filter(|r| r.runtime == rt).collect();
-        let ok: Vec<f64> = of.iter().filter(|r| !r.void).filter_map(|r| ops(r)).collect();
-        let per_s = spread(ok.iter().copied());
-        let us = spread(ok.iter().map(|o| 1e6 / o));
-        let ratio = if rt == "rust" {
-            "—".to_string()
-        } else {
-            fmt_median(per_round_ratio(records, workload, Kind::Lookups, &rt, "rust", ops), 2, 1.0)
-        };
-        let _ = writeln!(
-            out,
-            "| {rt} | {} | {} | {ratio} | {}/{} |",
-            fmt_spread(per_s, 0, 1.0),
-            fmt_median(us, 2, 1.0),
-            ok.len(),
-            of.len()
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::RunMeta;
+    use crate::records::{Kind, RunMeta};
 
     fn rec(rt: &str, round: u32, ops_per_s: f64, found: u64) -> Record {
         let meta = RunMeta {
@@ -243,20 +201,13 @@ mod tests {
     }
 
     #[test]
-    fn table_and_agreement() {
-        let records = vec![rec("rust", 1, 200_000.0, 10), rec("bun", 1, 100_000.0, 10), rec("rust", 2, 180_000.0, 10)];
-        let mut out = String::new();
-        table(&mut out, &records, "metadata");
-        assert!(out.contains("| rust | 190,000 (180,000–200,000) | 5.28 | — | 2/2 |"), "{out}");
-        assert!(out.contains("| bun | 100,000 | 10.00 | 0.50 | 1/1 |"), "{out}");
-        assert!(disagreements(&records[..2]).is_empty());
+    fn agreement() {
+        let records = vec![rec("rust", 1, 200_000.0, 10), rec("bun", 1, 100_000.0, 10)];
+        assert!(disagreements(&records).is_empty());
         let odd = [rec("rust", 1, 1.0, 10), rec("node", 1, 1.0, 9)];
         let found = disagreements(&odd);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].0, 1);
         assert!(found[0].1.contains("found 9 and 63 bytes, rust found 10 and 70 bytes"), "{found:?}");
-        let mut none = String::new();
-        table(&mut none, &records, "hello-bare");
-        assert!(none.is_empty());
     }
 }

@@ -3,6 +3,13 @@
 //! are medians of per-round ratios (both runs in the same interleaved round), which travel across machines
 //! better than absolute figures.
 
+pub mod capacity;
+pub mod charts;
+pub mod costs;
+pub mod html;
+pub mod lookups;
+pub mod soak;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -10,11 +17,10 @@ use anyhow::Context;
 use clap::Args;
 use std::process::ExitCode;
 
-use crate::charts;
 use crate::format::{fmt_median, fmt_spread, num, shell_join};
+use crate::plan::workloads::Workload;
 use crate::records::{Kind, Record, ordered};
 use crate::stats::{Spread, per_round_ratio, spread};
-use crate::workloads::Workload;
 
 /// One runtime in one workload, summarized.
 #[derive(Debug, Clone, PartialEq)]
@@ -156,7 +162,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
             l.server_cores, l.loader_cores, l.db_cores
         );
     }
-    // A soak's workload has checks and soak samples only; its own section (crate::soak) shows it.
+    // A soak's workload has checks and soak samples only; its own section (crate::report::soak) shows it.
     let soaked_only = |w: &str| {
         let of = records.iter().filter(|r| r.workload == w);
         of.clone().any(|r| r.kind == Kind::Soak) && of.clone().all(|r| matches!(r.kind, Kind::Soak | Kind::Check))
@@ -241,7 +247,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
                 c.closed_total
             );
         }
-        crate::costs::table(&mut out, records, w);
+        crate::report::costs::table(&mut out, records, w);
         let open: Vec<(&CellSummary, &OpenSummary)> =
             summary.iter().filter_map(|c| c.open.as_ref().map(|o| (c, o))).collect();
         if let Some(rate) = open.iter().find_map(|(_, o)| o.rate) {
@@ -267,8 +273,8 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
                 );
             }
         }
-        crate::capacity::table(&mut out, records, w, md_path);
-        crate::lookups::table(&mut out, records, w);
+        crate::report::capacity::table(&mut out, records, w, md_path);
+        crate::report::lookups::table(&mut out, records, w);
         let voids: Vec<&Record> =
             records.iter().filter(|r| &r.workload == w && r.void && r.kind != Kind::Check).collect();
         if !voids.is_empty() {
@@ -286,7 +292,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
         }
     }
     ladder_section(&mut out, records, md_path);
-    crate::soak::section(&mut out, records, md_path);
+    crate::report::soak::section(&mut out, records, md_path);
     if any_loader_bound {
         out.push_str(
             "\nloader-bound: the server cores were under 90% busy in most runs, so loadgen (not the server) set \
@@ -472,12 +478,12 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
         }
         chart(charts::svg_path(md, &w), charts::workload_svg(&w, &bars))?;
     }
-    for (path, svg) in crate::capacity::charts(records, md) {
+    for (path, svg) in crate::report::capacity::charts(records, md) {
         chart(path, svg)?;
     }
-    for w in crate::soak::workloads(records) {
-        let (rss, p99) = crate::soak::charts(records, &w);
-        let (rss_path, p99_path) = crate::soak::svg_paths(md, &w);
+    for w in crate::report::soak::workloads(records) {
+        let (rss, p99) = crate::report::soak::charts(records, &w);
+        let (rss_path, p99_path) = crate::report::soak::svg_paths(md, &w);
         chart(rss_path, rss)?;
         chart(p99_path, p99)?;
     }
@@ -487,7 +493,7 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
     }
     let heading = text.lines().next().and_then(|l| l.strip_prefix("# ")).unwrap_or("compare");
     let stem = md.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let page = crate::html::page(&format!("{heading} ({stem})"), &text, &svgs);
+    let page = crate::report::html::page(&format!("{heading} ({stem})"), &text, &svgs);
     let html = html_path(md);
     std::fs::write(&html, page).with_context(|| format!("writing {}", html.display()))?;
     Ok(text)

@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::deps::Deps;
 use crate::records::Stored;
+use crate::run::deps::Deps;
 
 /// The notes table and its history table (scribe's `<component>` and `<component>_history`); psql prints
 /// the two columns as `rows|history`.

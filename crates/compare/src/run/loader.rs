@@ -13,11 +13,11 @@ use loadgen::capacity::Capacity;
 use loadgen::report::Report;
 use serde::de::DeserializeOwned;
 
-use crate::bench::Bench;
-use crate::process::Spawned;
-use crate::procfs;
+use crate::plan::workloads::LoadSpec;
+use crate::run::bench::Bench;
 use crate::settings::CapacitySearch;
-use crate::workloads::LoadSpec;
+use crate::system::process::Spawned;
+use crate::system::procfs;
 
 /// loadgen gets this long past its own bound before it is killed and the run voided.
 pub const SLACK: Duration = Duration::from_secs(30);

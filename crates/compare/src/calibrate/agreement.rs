@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::runtimes::Runtime;
+use crate::plan::runtimes::Runtime;
 use crate::stats::median;
 
 /// The loaders agree when |loadgen ÷ wrk − 1| is at most this, in percent.
@@ -155,7 +155,8 @@ impl ServerResult {
         [Loader::Loadgen, Loader::Wrk]
             .into_iter()
             .filter(|&l| {
-                median(self.values(l, |x| Some(x.server_busy_pct))).is_some_and(|b| b < crate::bench::LOADER_BOUND_PCT)
+                median(self.values(l, |x| Some(x.server_busy_pct)))
+                    .is_some_and(|b| b < crate::run::bench::LOADER_BOUND_PCT)
             })
             .collect()
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 
-use crate::http::Conn;
+use crate::system::http::Conn;
 
 const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// The component notes are seeded into.

@@ -8,9 +8,9 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use crate::charts::{self, Bar};
 use crate::format::{fmt_median, fmt_spread, num};
 use crate::records::{Kind, Record, ordered};
+use crate::report::charts::{self, Bar};
 use crate::stats::{Spread, per_round_ratio, spread};
 
 /// One runtime's searches at one objective in one workload.

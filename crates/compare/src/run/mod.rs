@@ -3,26 +3,35 @@
 //! every runtime interleaved in a rotating order, each record appended as soon as it is measured; then the
 //! Markdown and SVGs.
 
+pub mod bench;
+pub mod cells;
+pub mod deps;
+pub mod loader;
+pub mod lookups;
+pub mod progress;
+pub mod seeds;
+pub mod server;
+pub mod stored;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-use crate::bench::Bench;
-use crate::cells::{self, Reference, RunInput};
-use crate::deps::{self, Deps, DepsOptions};
 use crate::format::num;
-use crate::process::{self, check_interrupted};
-use crate::progress::Progress;
+use crate::plan::runtimes::{self, Runtime, ServerEnv};
+use crate::plan::site::Site;
+use crate::plan::workloads::{MetadataData, Outcome, Plan, PlanInputs, Service, Workload};
 use crate::records::{self, Kind, Record, RunMeta, Sink};
 use crate::report;
-use crate::runtimes::{self, Runtime, ServerEnv};
-use crate::seeds;
+use crate::run::bench::Bench;
+use crate::run::cells::{Reference, RunInput};
+use crate::run::deps::{Deps, DepsOptions};
+use crate::run::progress::Progress;
 use crate::settings::Config;
-use crate::site::Site;
 use crate::stats::rotated;
-use crate::workloads::{MetadataData, Outcome, Plan, PlanInputs, Service, Workload};
+use crate::system::process::{self, check_interrupted};
 
 /// How long a server may take to its first 200 (Node with a cold disk cache and a Postgres pool).
 const READY_TIMEOUT_S: u64 = 30;
@@ -114,13 +123,13 @@ impl WorkloadRun<'_> {
 
     /// The databases compare started that `rt`'s server uses on this workload (as `server_env` hands them
     /// out): measured around its windows.
-    fn databases(&self, rt: Runtime) -> Vec<crate::deps::Database> {
+    fn databases(&self, rt: Runtime) -> Vec<crate::run::deps::Database> {
         let w = self.workload();
         // The floor answers from memory and a target is not handed our databases.
         if matches!(rt, Runtime::Floor | Runtime::Target(_)) {
             return Vec::new();
         }
-        let uses = |d: &crate::deps::Database| match d.name {
+        let uses = |d: &crate::run::deps::Database| match d.name {
             // Every ladder rung is given the database, but only the postgres rung queries it.
             "postgres" => w.queries_postgres(),
             "redis" => w.service() == Service::Scribe || runtimes::uses_redis(rt, w),
@@ -129,7 +138,7 @@ impl WorkloadRun<'_> {
         self.deps.map(|d| d.started().into_iter().filter(uses).collect()).unwrap_or_default()
     }
 
-    fn spec(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<crate::server::ServerSpec> {
+    fn spec(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<crate::plan::server_spec::ServerSpec> {
         let env = self.server_env(rt, purpose)?;
         Ok(runtimes::server_spec(rt, self.workload(), &self.cfg.paths, &env))
     }
@@ -138,7 +147,7 @@ impl WorkloadRun<'_> {
     fn run_input<'s>(
         &'s self,
         rt: Runtime,
-        spec: &'s crate::server::ServerSpec,
+        spec: &'s crate::plan::server_spec::ServerSpec,
         rate: Option<f64>,
         tag: &'s str,
     ) -> RunInput<'s> {
@@ -172,7 +181,7 @@ fn lookups_estimate(cfg: &Config, w: Workload) -> (usize, f64) {
     if w != Workload::Metadata || cfg.lookups == 0 || cfg.soak.is_some() {
         return (0, 0.0);
     }
-    let rts = cfg.runtimes.iter().filter(|r| crate::lookups::runs_on(**r)).count();
+    let rts = cfg.runtimes.iter().filter(|r| crate::run::lookups::runs_on(**r)).count();
     (rts * cfg.runs as usize, 1.0 + cfg.lookups as f64 * 1.1 / 90_000.0)
 }
 
@@ -257,7 +266,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
         None
     };
     let site = if cfg.workloads.iter().any(|w| w.needs_site()) {
-        Some(crate::site::build(&work.path().join("site"))?)
+        Some(crate::plan::site::build(&work.path().join("site"))?)
     } else {
         None
     };
@@ -417,7 +426,7 @@ fn seed_notes(wr: &mut WorkloadRun<'_>, progress: &mut Progress) -> anyhow::Resu
     };
     progress.line(&format!("notes-read: seeding {} notes through {}", wr.cfg.seed_notes, seeder.name()));
     let spec = wr.spec(seeder, Purpose::Check)?;
-    let (server, _) = crate::server::start_ready(&spec, wr.bench, &wr.plan.ready_path)
+    let (server, _) = crate::run::server::start_ready(&spec, wr.bench, &wr.plan.ready_path)
         .with_context(|| format!("starting {} to seed notes", seeder.name()))?;
     let seeded = seeds::seed_notes(&format!("http://127.0.0.1:{}", server.port), wr.cfg.seed_notes);
     server.stop();
@@ -467,7 +476,7 @@ fn run_workload(
             progress.begin(&format!("{name} {} start {}/{}", rt.name(), i + 1, cfg.startup_runs));
             let mut rec = wr.record(rt, Kind::Startup, i + 1);
             let spec = wr.spec(rt, Purpose::Startup)?;
-            match crate::server::startup(&spec, wr.bench, &wr.plan.ready_path) {
+            match crate::run::server::startup(&spec, wr.bench, &wr.plan.ready_path) {
                 Ok(ms) => rec.startup_ms = Some(ms),
                 Err(e) => rec.void_because(format!("{e:#}")),
             }
@@ -512,7 +521,7 @@ fn run_workload(
     if let (1.., lookup_s) = lookups_estimate(cfg, wr.workload()) {
         let data = wr.metadata.context("metadata dataset")?;
         let record = |rt: Runtime, round: u32| wr.record(rt, Kind::Lookups, round);
-        crate::lookups::rounds(cfg, wr.bench, data, lookup_s, &record, sink, progress, &mut out)?;
+        crate::run::lookups::rounds(cfg, wr.bench, data, lookup_s, &record, sink, progress, &mut out)?;
     }
     Ok(out)
 }
@@ -546,7 +555,7 @@ fn capacity_rounds(
     let (_, search_s) = capacity_estimate(wr.cfg);
     progress.line(&format!(
         "{name}: capacity at {} ({} s steps after {} s warmups)",
-        crate::capacity::objective_label(search.p99.as_micros() as u64),
+        crate::report::capacity::objective_label(search.p99.as_micros() as u64),
         num(search.step.as_secs_f64(), 1),
         num(search.warmup.as_secs_f64(), 1)
     ));
@@ -559,13 +568,13 @@ fn capacity_rounds(
             let spec = wr.spec(rt, Purpose::Run)?;
             let tag = format!("{name}-{}-capacity-r{round}", rt.name());
             let input = wr.run_input(rt, &spec, None, &tag);
-            let json = crate::loader::capacity_file(&jsonl, &tag);
+            let json = crate::run::loader::capacity_file(&jsonl, &tag);
             let dir = jsonl.parent().unwrap_or(std::path::Path::new(""));
             let steps_file = json.strip_prefix(dir).unwrap_or(&json).to_string_lossy().into_owned();
             let start = capacity_start(out, rt);
             cells::capacity(wr.bench, &input, search, start, &json, steps_file, &mut rec);
             check_interrupted()?;
-            progress.end(search_s, &crate::capacity::summary_line(&rec));
+            progress.end(search_s, &crate::report::capacity::summary_line(&rec));
             sink.append(&rec)?;
             out.push(rec);
         }
@@ -812,10 +821,10 @@ fn audit_writes(wr: &WorkloadRun<'_>, rt: Runtime, rec: &mut Record, earlier: u6
     if rec.requests.is_none() {
         return Ok(()); // the run never got as far as load: nothing to account for
     }
-    let stored = crate::stored::read_back(deps, &write_db(rt)).context("reading the rows back")?;
+    let stored = crate::run::stored::read_back(deps, &write_db(rt)).context("reading the rows back")?;
     let acknowledged = earlier + acknowledged_writes(rec);
     rec.stored = Some(stored);
-    for problem in crate::stored::problems(stored, acknowledged) {
+    for problem in crate::run::stored::problems(stored, acknowledged) {
         rec.void_because(problem);
     }
     Ok(())

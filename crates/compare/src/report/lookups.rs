@@ -1,0 +1,79 @@
+//! The DB-only table (metadata's lookup-and-build loop per runtime, `run::lookups`): lookups a second, µs per
+//! lookup and the per-round ratio to rust.
+
+use std::fmt::Write as _;
+
+use crate::format::{fmt_median, fmt_spread};
+use crate::records::{Kind, Record};
+use crate::stats::{per_round_ratio, spread};
+
+fn ops(r: &Record) -> Option<f64> {
+    r.lookups.map(|l| l.ops_per_s)
+}
+
+/// The DB-only table of one workload, when it has lookups records.
+pub fn table(out: &mut String, records: &[Record], workload: &str) {
+    let mine: Vec<&Record> = records.iter().filter(|r| r.workload == workload && r.kind == Kind::Lookups).collect();
+    if mine.is_empty() {
+        return;
+    }
+    let iterations = mine.iter().find_map(|r| r.lookups.map(|l| l.iterations)).unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "\nDB-only: the lookup and the JSON build in a loop, no HTTP ({iterations} lookups a run after a tenth as \
+         many untimed; each runtime's own SQLite binding on the same file, pinned to the server cores):\n"
+    );
+    let _ = writeln!(out, "| runtime | lookups/s | µs/lookup | lookups/s ÷ rust | valid runs |");
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    let runtimes = crate::records::ordered(mine.iter().map(|r| r.runtime.as_str()));
+    for rt in runtimes {
+        let of: Vec<&&Record> = mine.iter().filter(|r| r.runtime == rt).collect();
+        let ok: Vec<f64> = of.iter().filter(|r| !r.void).filter_map(|r| ops(r)).collect();
+        let per_s = spread(ok.iter().copied());
+        let us = spread(ok.iter().map(|o| 1e6 / o));
+        let ratio = if rt == "rust" {
+            "—".to_string()
+        } else {
+            fmt_median(per_round_ratio(records, workload, Kind::Lookups, &rt, "rust", ops), 2, 1.0)
+        };
+        let _ = writeln!(
+            out,
+            "| {rt} | {} | {} | {ratio} | {}/{} |",
+            fmt_spread(per_s, 0, 1.0),
+            fmt_median(us, 2, 1.0),
+            ok.len(),
+            of.len()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{LookupRun, RunMeta};
+
+    fn rec(rt: &str, round: u32, ops_per_s: f64, found: u64) -> Record {
+        let meta = RunMeta {
+            run_id: "t".into(),
+            command: vec![],
+            machine: crate::records::Machine { hostname: "h".into(), cpus: 2, cpu_model: None, kernel: "k".into() },
+            layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+        };
+        let mut r = Record::new(&meta, "metadata", rt, None, Kind::Lookups, round);
+        r.lookups =
+            Some(LookupRun { iterations: 1000, seconds: 1000.0 / ops_per_s, ops_per_s, found, bytes: 7 * found });
+        r
+    }
+
+    #[test]
+    fn table_per_runtime() {
+        let records = vec![rec("rust", 1, 200_000.0, 10), rec("bun", 1, 100_000.0, 10), rec("rust", 2, 180_000.0, 10)];
+        let mut out = String::new();
+        table(&mut out, &records, "metadata");
+        assert!(out.contains("| rust | 190,000 (180,000–200,000) | 5.28 | — | 2/2 |"), "{out}");
+        assert!(out.contains("| bun | 100,000 | 10.00 | 0.50 | 1/1 |"), "{out}");
+        let mut none = String::new();
+        table(&mut none, &records, "hello-bare");
+        assert!(none.is_empty());
+    }
+}
