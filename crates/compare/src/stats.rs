@@ -92,4 +92,12 @@ mod tests {
         assert_eq!(spread([4.0, 1.0]).map(|s| s.median), Some(2.5));
         assert_eq!(spread([f64::INFINITY]), None);
     }
+
+    #[test]
+    fn rotation() {
+        assert_eq!(rotated(&[1, 2, 3], 0), [1, 2, 3]);
+        assert_eq!(rotated(&[1, 2, 3], 1), [2, 3, 1]);
+        assert_eq!(rotated(&[1, 2, 3], 5), [3, 1, 2]);
+        assert!(rotated::<u8>(&[], 1).is_empty());
+    }
 }

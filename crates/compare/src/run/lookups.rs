@@ -15,9 +15,9 @@ use serde::Deserialize;
 use crate::format::num;
 use crate::plan::runtimes::{Paths, Runtime};
 use crate::plan::workloads::{MetadataData, Service};
-use crate::records::{LookupRun, Record, Sink};
+use crate::records::{LookupRun, Record};
 use crate::run::bench::Bench;
-use crate::run::progress::Progress;
+use crate::run::recorder::Recorder;
 use crate::settings::Config;
 use crate::system::process::{Spawned, check_interrupted};
 
@@ -121,24 +121,21 @@ fn run_once(
 /// Every round: each of rust, bun and node (as `cfg` names them) in rotated order, each record from
 /// `record(runtime, round)` appended as measured; a run whose found and bytes differ from rust's in its round
 /// is void.
-#[allow(clippy::too_many_arguments)]
 pub fn rounds(
     cfg: &Config,
     bench: &Bench,
     data: &MetadataData,
     estimate_s: f64,
     record: &dyn Fn(Runtime, u32) -> Record,
-    sink: &mut Sink,
-    progress: &mut Progress,
-    out: &mut Vec<Record>,
+    recorder: &mut Recorder,
 ) -> anyhow::Result<()> {
     let rts: Vec<Runtime> = cfg.runtimes.iter().copied().filter(|r| runs_on(*r)).collect();
-    progress.line(&format!("metadata: DB-only lookups, {} a run", cfg.lookups));
+    recorder.line(&format!("metadata: DB-only lookups, {} a run", cfg.lookups));
     for round in 1..=cfg.runs {
         let mut recs = Vec::new();
         for rt in crate::stats::rotated(&rts, round as usize - 1) {
             check_interrupted()?;
-            progress.begin(&format!("metadata {} DB-only round {round}/{}", rt.name(), cfg.runs));
+            recorder.begin(&format!("metadata {} DB-only round {round}/{}", rt.name(), cfg.runs));
             let mut rec = record(rt, round);
             run(rt, &cfg.paths, bench, data, cfg.lookups, &mut rec);
             check_interrupted()?;
@@ -146,15 +143,14 @@ pub fn rounds(
                 (Some(l), false) => format!("{} lookups/s", num(l.ops_per_s, 0)),
                 _ => format!("VOID: {}", rec.void_reason.as_deref().unwrap_or("")),
             };
-            progress.end(estimate_s, &summary);
+            recorder.end(estimate_s, &summary);
             recs.push(rec);
         }
         for (i, why) in disagreements(&recs) {
             recs[i].void_because(why);
         }
         for rec in recs {
-            sink.append(&rec)?;
-            out.push(rec);
+            recorder.append(rec)?;
         }
     }
     Ok(())

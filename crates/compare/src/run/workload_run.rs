@@ -1,0 +1,163 @@
+//! One workload's shared state while it runs ([`WorkloadRun`]): which databases, dataset and site its servers
+//! get (notes-write a fresh database per check and run), the server spec per runtime, the input of a measured
+//! run, and the read-back that holds notes-write to every acknowledged write.
+
+use std::collections::HashMap;
+
+use anyhow::Context;
+
+use crate::plan::runtimes::{self, Runtime, ServerEnv};
+use crate::plan::server_spec::ServerSpec;
+use crate::plan::site::Site;
+use crate::plan::workloads::{MetadataData, Plan, Service, Workload};
+use crate::records::{Kind, Record, RunMeta};
+use crate::run::bench::Bench;
+use crate::run::cells::RunInput;
+use crate::run::deps::{Database, Deps};
+use crate::settings::Config;
+
+/// The database ladder-postgres reads, seeded by `ladder-rs seed`.
+pub const LADDER_DB: &str = "compare_ladder";
+
+/// Why a server is being started: notes-write gives checks and runs a fresh database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    Check,
+    Startup,
+    Run,
+}
+
+/// One workload's shared state while it runs.
+pub struct WorkloadRun<'a> {
+    pub cfg: &'a Config,
+    pub meta: &'a RunMeta,
+    pub bench: &'a Bench,
+    pub deps: Option<&'a Deps>,
+    pub metadata: Option<&'a MetadataData>,
+    /// The static workload's built SPA.
+    pub site: Option<&'a Site>,
+    pub plan: Plan,
+    /// notes-read: the seeded database everyone reads.
+    pub shared_db: Option<String>,
+    pub floor_body: Option<Vec<u8>>,
+    pub versions: HashMap<Runtime, Option<String>>,
+}
+
+impl WorkloadRun<'_> {
+    pub fn workload(&self) -> Workload {
+        self.plan.workload
+    }
+
+    pub fn server_env(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<ServerEnv> {
+        let mut env = ServerEnv {
+            floor_body: self.floor_body.clone(),
+            processes: self.cfg.server_processes,
+            ..ServerEnv::default()
+        };
+        if self.workload().needs_site() {
+            env.dist_path = self.site.map(|s| s.root.clone());
+        }
+        match self.workload().service() {
+            // Flight keeps its sessions (and in production its rate limit and cache) in Redis.
+            Service::Flight if runtimes::uses_redis(rt, self.workload()) => {
+                let deps = self.deps.context("this workload needs Redis")?;
+                env.redis_url = Some(deps.redis_url());
+            }
+            Service::Flight => {}
+            Service::Metadata => env.metadata_db = self.metadata.map(|m| m.db.clone()),
+            Service::Ladder => {
+                env.metadata_db = self.metadata.map(|m| m.db.clone());
+                // Every rung gets the database (a server must start whatever its rung), seeded once.
+                if let Some(deps) = self.deps {
+                    env.database_url = Some(deps.database_url(LADDER_DB)?);
+                }
+            }
+            Service::Scribe => {
+                let deps = self.deps.context("the notes workloads need PostgreSQL and Redis")?;
+                env.redis_url = Some(deps.redis_url());
+                env.database_url = Some(match (&self.shared_db, purpose) {
+                    (Some(db), _) => deps.database_url(db)?,
+                    (None, Purpose::Startup) => deps.database_url("compare_write_startup")?,
+                    (None, _) => {
+                        // Every check and run writes into an empty database: ids start at 1 and no run
+                        // inherits the previous one's rows.
+                        let db = write_db(rt);
+                        deps.reset_database(&db)?;
+                        deps.database_url(&db)?
+                    }
+                });
+            }
+        }
+        Ok(env)
+    }
+
+    /// The databases compare started that `rt`'s server uses on this workload (as `server_env` hands them
+    /// out): measured around its windows.
+    pub fn databases(&self, rt: Runtime) -> Vec<Database> {
+        let w = self.workload();
+        // The floor answers from memory and a target is not handed our databases.
+        if matches!(rt, Runtime::Floor | Runtime::Target(_)) {
+            return Vec::new();
+        }
+        let uses = |d: &Database| match d.name {
+            // Every ladder rung is given the database, but only the postgres rung queries it.
+            "postgres" => w.queries_postgres(),
+            "redis" => w.service() == Service::Scribe || runtimes::uses_redis(rt, w),
+            _ => false,
+        };
+        self.deps.map(|d| d.started().into_iter().filter(uses).collect()).unwrap_or_default()
+    }
+
+    pub fn spec(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<ServerSpec> {
+        let env = self.server_env(rt, purpose)?;
+        Ok(runtimes::server_spec(rt, self.workload(), &self.cfg.paths, &env))
+    }
+
+    /// What one measured run (or soak) of this workload on `rt` needs besides the bench.
+    pub fn run_input<'s>(&'s self, rt: Runtime, spec: &'s ServerSpec, rate: Option<f64>, tag: &'s str) -> RunInput<'s> {
+        RunInput {
+            databases: self.databases(rt),
+            spec,
+            ready_path: &self.plan.ready_path,
+            load: &self.plan.load,
+            prime: self.plan.prime.as_ref(),
+            also_ok: self.workload().also_ok(),
+            rate,
+            tag,
+        }
+    }
+
+    pub fn record(&self, rt: Runtime, kind: Kind, round: u32) -> Record {
+        let version = self.versions.get(&rt).cloned().flatten();
+        Record::new(self.meta, self.workload().name(), rt.name(), version.as_deref(), kind, round)
+    }
+}
+
+/// The database a notes-write run on `rt` writes into, emptied before each run.
+pub fn write_db(rt: Runtime) -> String {
+    format!("compare_write_{}", rt.name().replace('-', "_"))
+}
+
+/// notes-write: every acknowledged write must be in the database with its history row (stored.rs).
+/// `earlier`: writes acknowledged before `rec`'s window on the same database (a soak's earlier samples).
+pub fn audit_writes(wr: &WorkloadRun<'_>, rt: Runtime, rec: &mut Record, earlier: u64) -> anyhow::Result<()> {
+    let (Service::Scribe, None, Some(deps)) = (wr.workload().service(), &wr.shared_db, wr.deps) else { return Ok(()) };
+    if wr.databases(rt).is_empty() {
+        return Ok(()); // the floor writes nothing
+    }
+    if rec.requests.is_none() {
+        return Ok(()); // the run never got as far as load: nothing to account for
+    }
+    let stored = crate::run::stored::read_back(deps, &write_db(rt)).context("reading the rows back")?;
+    let acknowledged = earlier + acknowledged_writes(rec);
+    rec.stored = Some(stored);
+    for problem in crate::run::stored::problems(stored, acknowledged) {
+        rec.void_because(problem);
+    }
+    Ok(())
+}
+
+/// The 2xx answers the loader counted in `rec`'s window.
+pub fn acknowledged_writes(rec: &Record) -> u64 {
+    rec.statuses.iter().filter(|(s, _)| (200..300).contains(*s)).map(|(_, n)| n).sum()
+}
