@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde::Serialize;
 
-use crate::format::{num, shell_join};
+use crate::format::{num, shell_join, table_cell};
 use crate::plan::runtimes;
 use crate::records::{self, Machine};
 use crate::stats::spread;
@@ -299,7 +299,7 @@ pub fn render(report: &ImagesReport) -> String {
         };
         let problems = r.errors.first().map_or(String::new(), |e| {
             let more = if r.errors.len() > 1 { format!(" (+{} more)", r.errors.len() - 1) } else { String::new() };
-            format!("{}{more}", e.replace('|', "\\|"))
+            format!("{}{more}", table_cell(e))
         });
         let base = match (&r.size_bytes, &r.standin) {
             (None, _) => "—",

@@ -17,7 +17,7 @@ use anyhow::Context;
 use clap::Args;
 use std::process::ExitCode;
 
-use crate::format::{fmt_median, fmt_spread, num, shell_join};
+use crate::format::{fmt_median, fmt_spread, num, shell_join, table_cell};
 use crate::plan::workloads::Workload;
 use crate::records::{Kind, Record, ordered};
 use crate::stats::{Spread, per_round_ratio, spread};
@@ -115,11 +115,6 @@ fn cpu(r: &Record) -> Option<f64> {
     r.server_cpu_us_per_resp
 }
 
-/// A reason fit for one table cell.
-fn cell_text(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
-}
-
 /// The charts' bars for one workload: runtimes with valid closed runs.
 pub fn bars(summary: &[CellSummary]) -> Vec<charts::Bar> {
     summary
@@ -204,13 +199,13 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
         );
         let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for c in &summary {
-            let version = c.version.as_deref().map_or("—".to_string(), cell_text);
+            let version = c.version.as_deref().map_or("—".to_string(), table_cell);
             if let Some(reason) = &c.void_cell {
                 let _ = writeln!(
                     out,
                     "| {} | {version} | **VOID**: {} | | | | | | | | | | 0/{} |",
                     c.runtime,
-                    cell_text(reason),
+                    table_cell(reason),
                     c.closed_total
                 );
                 continue;
@@ -286,7 +281,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
                     r.runtime,
                     r.kind.as_str(),
                     r.round,
-                    cell_text(r.void_reason.as_deref().unwrap_or("no reason recorded"))
+                    table_cell(r.void_reason.as_deref().unwrap_or("no reason recorded"))
                 );
             }
         }

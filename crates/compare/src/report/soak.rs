@@ -16,7 +16,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use crate::format::num;
+use crate::format::{num, table_cell};
 use crate::records::{Kind, Record, ordered};
 use crate::report::charts::{self, Series};
 use crate::stats::median;
@@ -307,8 +307,7 @@ pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
         let checked_void = records.iter().filter(|r| r.kind == Kind::Check && r.workload == w && r.void);
         for r in checked_void.filter(|r| !cells.iter().any(|c| c.runtime == r.runtime)) {
             let reason = r.void_reason.as_deref().unwrap_or("no reason recorded");
-            let _ =
-                writeln!(out, "| {} | VOID (check): {} | | | | | | | | | | |", r.runtime, reason.replace('|', "\\|"));
+            let _ = writeln!(out, "| {} | VOID (check): {} | | | | | | | | | | |", r.runtime, table_cell(reason));
         }
         for c in cells.iter().filter(|c| c.behind_windows > 0) {
             let _ = writeln!(
