@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
 use crate::measure::{Defaults, MeasureArgs};
-use crate::plan::runtimes;
+use crate::plan::runtimes::{self, Runtime};
 use crate::plan::workloads;
 use crate::settings::{CapacitySearch, Config, Soak};
 
@@ -149,30 +149,7 @@ impl RunArgs {
             bail!("--tail-rate must be a non-negative number");
         }
         let server = &m.server_cores;
-        let mut runtimes = runtimes::parse_list(&self.runtimes)?;
-        if server.len() > 1 {
-            // N cores: rust runs N workers, Node and Flight a cluster of N, Bun N processes sharing the port. koa
-            // (one process) and the floor (one thread) would leave cores idle and their ratios would mean nothing.
-            let dropped: Vec<&str> = runtimes.iter().filter(|r| !r.scales_to_cores()).map(|r| r.name()).collect();
-            if !dropped.is_empty() {
-                eprintln!(
-                    "compare: {} run as one process; left out of this {}-core layout",
-                    dropped.join(", "),
-                    server.len()
-                );
-            }
-            runtimes.retain(|r| r.scales_to_cores());
-        }
-        for spec in &self.targets {
-            let target = runtimes::leak_target(crate::plan::target::parse(spec)?);
-            if runtimes.iter().any(|r| r.name() == target.name()) {
-                bail!("--target {spec:?}: the name {:?} is taken", target.name());
-            }
-            runtimes.push(target);
-        }
-        if runtimes.is_empty() {
-            bail!("no runtime left to measure");
-        }
+        let runtimes = self.runtimes(server.len())?;
         crate::system::procfs::parse_cores(&self.db_cores).context("--db-cores")?;
         if !server.is_disjoint(&m.loader_cores) {
             eprintln!("warning: server and loader cores overlap; figures will mix server and loader work");
@@ -180,38 +157,8 @@ impl RunArgs {
         if self.seed_notes < 2 {
             bail!("--seed-notes must be at least 2");
         }
-        let soak = match &self.soak {
-            None => None,
-            Some(raw) => {
-                let duration = parse_dur("soak", raw)?;
-                let interval = parse_dur("soak-interval", &self.soak_interval)?;
-                if interval < Duration::from_millis(200) {
-                    bail!("--soak-interval must be at least 200ms");
-                }
-                if duration < interval {
-                    bail!("--soak must be at least one --soak-interval long");
-                }
-                if !self.soak_rate.is_finite() || self.soak_rate < 1.0 {
-                    bail!("--soak-rate must be at least 1 req/s");
-                }
-                Some(Soak { duration, interval, rate: self.soak_rate })
-            }
-        };
-        let capacity = match &self.capacity {
-            None => None,
-            Some(_) if soak.is_some() => bail!("--capacity and --soak exclude each other: a soak runs no rounds"),
-            Some(raw) => {
-                let p99 = parse_dur("capacity", raw)?;
-                if p99 < Duration::from_micros(100) {
-                    bail!("--capacity is a p99 objective of at least 100us, e.g. 10ms");
-                }
-                if self.capacity_runs == 0 {
-                    bail!("--capacity-runs must be at least 1");
-                }
-                let (step, warmup) = (duration.min(CAPACITY_STEP_MAX), warmup.min(CAPACITY_WARMUP_MAX));
-                Some(CapacitySearch { p99, runs: self.capacity_runs, step, warmup })
-            }
-        };
+        let soak = self.soak()?;
+        let capacity = self.capacity(duration, warmup, soak.is_some())?;
         let rows = self.rows.unwrap_or(if q { 20_000 } else { 100_000 });
         if rows < 100 {
             bail!("--rows must be at least 100");
@@ -240,6 +187,74 @@ impl RunArgs {
             soak,
             capacity,
             command,
+        })
+    }
+    /// `--runtimes` and `--target`, minus the runtimes that cannot fill `server_cores` cores.
+    fn runtimes(&self, server_cores: usize) -> anyhow::Result<Vec<Runtime>> {
+        let mut runtimes = runtimes::parse_list(&self.runtimes)?;
+        if server_cores > 1 {
+            // N cores: rust runs N workers, Node and Flight a cluster of N, Bun N processes sharing the port. koa
+            // (one process) and the floor (one thread) would leave cores idle and their ratios would mean nothing.
+            let dropped: Vec<&str> = runtimes.iter().filter(|r| !r.scales_to_cores()).map(|r| r.name()).collect();
+            if !dropped.is_empty() {
+                eprintln!(
+                    "compare: {} run as one process; left out of this {}-core layout",
+                    dropped.join(", "),
+                    server_cores
+                );
+            }
+            runtimes.retain(|r| r.scales_to_cores());
+        }
+        for spec in &self.targets {
+            let target = runtimes::leak_target(crate::plan::target::parse(spec)?);
+            if runtimes.iter().any(|r| r.name() == target.name()) {
+                bail!("--target {spec:?}: the name {:?} is taken", target.name());
+            }
+            runtimes.push(target);
+        }
+        if runtimes.is_empty() {
+            bail!("no runtime left to measure");
+        }
+        Ok(runtimes)
+    }
+
+    /// `--soak`, `--soak-interval` and `--soak-rate`, checked.
+    fn soak(&self) -> anyhow::Result<Option<Soak>> {
+        Ok(match &self.soak {
+            None => None,
+            Some(raw) => {
+                let duration = parse_dur("soak", raw)?;
+                let interval = parse_dur("soak-interval", &self.soak_interval)?;
+                if interval < Duration::from_millis(200) {
+                    bail!("--soak-interval must be at least 200ms");
+                }
+                if duration < interval {
+                    bail!("--soak must be at least one --soak-interval long");
+                }
+                if !self.soak_rate.is_finite() || self.soak_rate < 1.0 {
+                    bail!("--soak-rate must be at least 1 req/s");
+                }
+                Some(Soak { duration, interval, rate: self.soak_rate })
+            }
+        })
+    }
+
+    /// `--capacity` and `--capacity-runs`, checked; steps no longer than the run's own duration and warmup.
+    fn capacity(&self, duration: Duration, warmup: Duration, soaking: bool) -> anyhow::Result<Option<CapacitySearch>> {
+        Ok(match &self.capacity {
+            None => None,
+            Some(_) if soaking => bail!("--capacity and --soak exclude each other: a soak runs no rounds"),
+            Some(raw) => {
+                let p99 = parse_dur("capacity", raw)?;
+                if p99 < Duration::from_micros(100) {
+                    bail!("--capacity is a p99 objective of at least 100us, e.g. 10ms");
+                }
+                if self.capacity_runs == 0 {
+                    bail!("--capacity-runs must be at least 1");
+                }
+                let (step, warmup) = (duration.min(CAPACITY_STEP_MAX), warmup.min(CAPACITY_WARMUP_MAX));
+                Some(CapacitySearch { p99, runs: self.capacity_runs, step, warmup })
+            }
         })
     }
 }

@@ -50,12 +50,6 @@ pub fn shell_join(argv: &[String]) -> String {
         .join(" ")
 }
 
-/// Text fit for one Markdown table cell: `|` escaped and line breaks made spaces, so a void reason that
-/// carries a server's log tail cannot break its table. Every table's free text goes through here.
-pub fn table_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

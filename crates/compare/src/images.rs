@@ -24,11 +24,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde::Serialize;
 
-use crate::format::{num, shell_join, table_cell};
+use crate::format::{num, shell_join};
 use crate::plan::runtimes;
 use crate::records::{self, Machine};
 use crate::stats::spread;
 use crate::system::process::Spawned;
+use crate::table::Table;
 
 /// How long one docker CLI call may take (`docker info` against a dead socket fails fast; a hung engine must
 /// not hang compare).
@@ -287,9 +288,9 @@ pub fn render(report: &ImagesReport) -> String {
         "Size: `image inspect` .Size. Start: `run -d` spawned → first HTTP answer (any status) on /healthz, \
          median (min–max) over the starts; the container is removed after each. Base: `official` when built on \
          the base images the Dockerfile names, `stand-in` when built on scripts/compose-check.sh's local \
-         stand-ins for them (deploy/podman/README.md says what differs and how it moves the size).\n\n\
-         | image | base | size MiB | start ms | starts | problems |\n|---|---|---|---|---|---|\n",
+         stand-ins for them (deploy/podman/README.md says what differs and how it moves the size).\n\n",
     );
+    let mut table = Table::new(["image", "base", "size MiB", "start ms", "starts", "problems"]);
     for r in &report.results {
         let size = r.size_bytes.map_or("—".into(), |b| num(b as f64 / (1024.0 * 1024.0), 1));
         let start = match spread(r.start_ms.iter().copied()) {
@@ -299,21 +300,17 @@ pub fn render(report: &ImagesReport) -> String {
         };
         let problems = r.errors.first().map_or(String::new(), |e| {
             let more = if r.errors.len() > 1 { format!(" (+{} more)", r.errors.len() - 1) } else { String::new() };
-            format!("{}{more}", table_cell(e))
+            format!("{e}{more}")
         });
         let base = match (&r.size_bytes, &r.standin) {
             (None, _) => "—",
             (Some(_), Some(_)) => "stand-in",
             (Some(_), None) => "official",
         };
-        let _ = writeln!(
-            out,
-            "| {} `{}` | {base} | {size} | {start} | {} | {problems} |",
-            r.spec.name,
-            r.spec.reference,
-            r.start_ms.len()
-        );
+        let image = format!("{} `{}`", r.spec.name, r.spec.reference);
+        table.row([image.as_str(), base, &size, &start, &r.start_ms.len().to_string(), &problems]);
     }
+    out.push_str(&table.finish());
     out
 }
 

@@ -45,3 +45,4 @@ pub mod run;
 pub mod settings;
 pub mod stats;
 pub mod system;
+pub mod table;

@@ -7,8 +7,11 @@ mod common;
 
 use std::time::Duration;
 
+use compare::plan::load_spec::LoadSpec;
+use compare::plan::probe;
 use compare::plan::server_spec::ServerSpec;
-use compare::plan::workloads::{self, LoadSpec, Plan, Workload};
+use compare::plan::workload_plan::Plan;
+use compare::plan::workloads::Workload;
 use compare::records::{Kind, Record};
 use compare::run::cells::{self, CheckInput, Reference, RunInput};
 use compare::run::deps::Database;
@@ -113,7 +116,7 @@ fn check(
     spec: &ServerSpec,
     reference: Option<Reference<'_>>,
     logdir: &std::path::Path,
-) -> (Record, Vec<workloads::Outcome>) {
+) -> (Record, Vec<probe::Outcome>) {
     let bench = common::bench(logdir, Duration::from_secs(1));
     let plan = Plan::hello(Workload::HelloBare);
     let input = CheckInput {

@@ -8,6 +8,7 @@ use crate::calibrate::agreement::{AGREE_PCT, Loader, ServerResult, disagrees, ex
 use crate::format::shell_join;
 use crate::records;
 use crate::stats::median;
+use crate::table::Table;
 
 /// Everything the Markdown shows.
 #[derive(Debug, Clone)]
@@ -83,33 +84,7 @@ pub fn render(c: &Calibration) -> String {
     }
 
     let _ = writeln!(s, "\n## Runs\n");
-    let _ = writeln!(
-        s,
-        "| server | round | loader | req/s | responses | p50 ms | p99 ms | server CPU µs/resp | server cores busy % \
-         | loader cores busy % | loader CPU µs/resp | responses per loader CPU-s |"
-    );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for r in &c.results {
-        for run in &r.runs {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {:.0} | {} | {:.3} | {:.3} | {} | {:.0} | {:.0} | {} | {} |",
-                r.server.name(),
-                run.round,
-                run.loader.name(),
-                run.req_per_s,
-                run.requests,
-                run.p50_us / 1e3,
-                run.p99_us / 1e3,
-                opt(run.server_cpu_us_per_resp, 2),
-                run.server_busy_pct,
-                run.loader_busy_pct,
-                opt(run.loader_cpu_us.filter(|_| run.requests > 0).map(|us| us / run.requests as f64), 2),
-                opt(run.per_loader_cpu_s(), 0),
-            );
-        }
-    }
-
+    s.push_str(&runs_table(c));
     let _ = writeln!(s, "\n## Verdict\n");
     let _ = writeln!(
         s,
@@ -124,12 +99,73 @@ pub fn render(c: &Calibration) -> String {
          per-thread histogram, loadgen from HDR histograms from its own write).\n",
         crate::run::bench::LOADER_BOUND_PCT
     );
+    let (table, lines) = verdict_table(c);
+    s.push_str(&table);
+    let _ = writeln!(s);
+    for l in &lines {
+        let _ = writeln!(s, "{l}");
+    }
+    let overall = overall(c);
+    let _ = writeln!(s, "\n**Verdict: {overall}.**");
     let _ = writeln!(
         s,
-        "| server | version | loadgen req/s | wrk req/s | loadgen ÷ wrk | per round | server CPU µs/resp loadgen / wrk \
-         | verdict |"
+        "\nServer CPU per response is the server tree's utime+stime over each loader's run (/proc) divided by the \
+         responses that loader counted: the same work per response under both loaders is expected; a loader with \
+         equal CPU per response but fewer req/s left the server idle."
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    render_efficiency(&mut s, c);
+    s
+}
+
+/// Every run of every server, one row each.
+fn runs_table(c: &Calibration) -> String {
+    let mut table = Table::new([
+        "server",
+        "round",
+        "loader",
+        "req/s",
+        "responses",
+        "p50 ms",
+        "p99 ms",
+        "server CPU µs/resp",
+        "server cores busy %",
+        "loader cores busy %",
+        "loader CPU µs/resp",
+        "responses per loader CPU-s",
+    ]);
+    for r in &c.results {
+        for run in &r.runs {
+            table.row([
+                r.server.name().to_string(),
+                run.round.to_string(),
+                run.loader.name().to_string(),
+                format!("{:.0}", run.req_per_s),
+                run.requests.to_string(),
+                format!("{:.3}", run.p50_us / 1e3),
+                format!("{:.3}", run.p99_us / 1e3),
+                opt(run.server_cpu_us_per_resp, 2),
+                format!("{:.0}", run.server_busy_pct),
+                format!("{:.0}", run.loader_busy_pct),
+                opt(run.loader_cpu_us.filter(|_| run.requests > 0).map(|us| us / run.requests as f64), 2),
+                opt(run.per_loader_cpu_s(), 0),
+            ]);
+        }
+    }
+    table.finish()
+}
+
+/// The verdict per server: the table, and the lines under it that say why.
+fn verdict_table(c: &Calibration) -> (String, Vec<String>) {
+    let mut table = Table::new([
+        "server",
+        "version",
+        "loadgen req/s",
+        "wrk req/s",
+        "loadgen ÷ wrk",
+        "per round",
+        "server CPU µs/resp loadgen / wrk",
+        "verdict",
+    ]);
     let mut lines = Vec::new();
     for r in &c.results {
         let cpu = |l: Loader| median(r.values(l, |x| x.server_cpu_us_per_resp));
@@ -146,47 +182,54 @@ pub fn render(c: &Calibration) -> String {
             (None, Some(v)) if v.inconclusive => "inconclusive",
             (None, Some(_)) => "disagree",
         };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {spread} | {} / {} | {word} |",
-            r.server.name(),
-            r.version.as_deref().unwrap_or("unknown"),
+        table.row([
+            r.server.name().to_string(),
+            r.version.as_deref().unwrap_or("unknown").to_string(),
             opt(v.map(|v| v.loadgen_req_per_s), 0),
             opt(v.map(|v| v.wrk_req_per_s), 0),
             opt(v.map(|v| v.ratio), 3),
-            opt(cpu(Loader::Loadgen), 2),
-            opt(cpu(Loader::Wrk), 2),
-        );
-        match (&r.failure, v) {
-            (Some(why), _) => lines.push(format!("- {}: **failed**: {why}", r.server.name())),
-            (None, None) => lines.push(format!("- {}: **failed**: no run of both loaders", r.server.name())),
-            (None, Some(v)) => {
-                let pct = (v.ratio - 1.0) * 100.0;
-                let within = if v.agree { "within" } else { "outside" };
+            spread,
+            format!("{} / {}", opt(cpu(Loader::Loadgen), 2), opt(cpu(Loader::Wrk), 2)),
+            word.to_string(),
+        ]);
+        lines.extend(verdict_lines(r, word));
+    }
+    (table.finish(), lines)
+}
+
+/// Why a server got its verdict, as list lines.
+fn verdict_lines(r: &ServerResult, word: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    match (&r.failure, r.verdict()) {
+        (Some(why), _) => lines.push(format!("- {}: **failed**: {why}", r.server.name())),
+        (None, None) => lines.push(format!("- {}: **failed**: no run of both loaders", r.server.name())),
+        (None, Some(v)) => {
+            let pct = (v.ratio - 1.0) * 100.0;
+            let within = if v.agree { "within" } else { "outside" };
+            lines.push(format!(
+                "- {}: **{word}** (loadgen ÷ wrk = {:.3}, {pct:+.1}%, {within} ±{AGREE_PCT}%)",
+                r.server.name(),
+                v.ratio
+            ));
+            let idle: Vec<&str> = r.idle_under().into_iter().map(Loader::name).collect();
+            if !idle.is_empty() {
                 lines.push(format!(
-                    "- {}: **{word}** (loadgen ÷ wrk = {:.3}, {pct:+.1}%, {within} ±{AGREE_PCT}%)",
-                    r.server.name(),
+                    "  - the server cores were under {:.0}% busy with {}: the loader, not the server, set the pace \
+                     there, so the req/s compare the loaders' own speed (loadgen ÷ wrk = {:.3}) rather than their \
+                     measurement of the server; not judged",
+                    crate::run::bench::LOADER_BOUND_PCT,
+                    idle.join(" and "),
                     v.ratio
                 ));
-                let idle: Vec<&str> = r.idle_under().into_iter().map(Loader::name).collect();
-                if !idle.is_empty() {
-                    lines.push(format!(
-                        "  - the server cores were under {:.0}% busy with {}: the loader, not the server, set the pace \
-                         there, so the req/s compare the loaders' own speed (loadgen ÷ wrk = {:.3}) rather than their \
-                         measurement of the server; not judged",
-                        crate::run::bench::LOADER_BOUND_PCT,
-                        idle.join(" and "),
-                        v.ratio
-                    ));
-                }
             }
         }
     }
-    let _ = writeln!(s);
-    for l in &lines {
-        let _ = writeln!(s, "{l}");
-    }
-    let overall = match exit_code(&c.results) {
+    lines
+}
+
+/// The overall verdict, one sentence.
+fn overall(c: &Calibration) -> String {
+    match exit_code(&c.results) {
         0 => {
             let bound: Vec<&str> = c
                 .results
@@ -230,16 +273,7 @@ pub fn render(c: &Calibration) -> String {
         }
         _ => "incomplete: a run failed or every server was loader-bound (see above), so agreement is not established"
             .to_string(),
-    };
-    let _ = writeln!(s, "\n**Verdict: {overall}.**");
-    let _ = writeln!(
-        s,
-        "\nServer CPU per response is the server tree's utime+stime over each loader's run (/proc) divided by the \
-         responses that loader counted: the same work per response under both loaders is expected; a loader with \
-         equal CPU per response but fewer req/s left the server idle."
-    );
-    render_efficiency(&mut s, c);
-    s
+    }
 }
 
 /// Each loader's responses per CPU-second of its own process, and loadgen's over wrk's per round.
@@ -253,12 +287,14 @@ fn render_efficiency(s: &mut String, c: &Calibration) {
          outruns the loaders (the floor), this is the loader's own cost per request; the target for loadgen is \
          ≥ {EFFICIENCY_TARGET}× wrk there.\n"
     );
-    let _ = writeln!(
-        s,
-        "| server | loadgen resp/CPU-s | loadgen-epoll resp/CPU-s | wrk resp/CPU-s | loadgen ÷ wrk (rounds) \
-         | loadgen-epoll ÷ wrk (rounds) |"
-    );
-    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    let mut table = Table::new([
+        "server",
+        "loadgen resp/CPU-s",
+        "loadgen-epoll resp/CPU-s",
+        "wrk resp/CPU-s",
+        "loadgen ÷ wrk (rounds)",
+        "loadgen-epoll ÷ wrk (rounds)",
+    ]);
     for r in &c.results {
         let per = |l: Loader| median(r.values(l, |x| x.per_loader_cpu_s()));
         let ratio = |l: Loader| {
@@ -272,15 +308,14 @@ fn render_efficiency(s: &mut String, c: &Calibration) {
                 _ => "–".to_string(),
             }
         };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} |",
-            r.server.name(),
+        table.row([
+            r.server.name().to_string(),
             opt(per(Loader::Loadgen), 0),
             opt(per(Loader::LoadgenEpoll), 0),
             opt(per(Loader::Wrk), 0),
             ratio(Loader::Loadgen),
             ratio(Loader::LoadgenEpoll),
-        );
+        ]);
     }
+    s.push_str(&table.finish());
 }

@@ -30,8 +30,10 @@ use clap::Args;
 use crate::calibrate::agreement::{Loader, LoaderRun, ServerResult, exit_code, order};
 use crate::calibrate::calibration::Calibration;
 use crate::measure::{self, Defaults, MeasureArgs};
+use crate::plan::probe;
 use crate::plan::runtimes::{self, Paths, Runtime, ServerEnv};
-use crate::plan::workloads::{self, Plan, Workload};
+use crate::plan::workload_plan::{self, Plan};
+use crate::plan::workloads::Workload;
 use crate::records;
 use crate::report;
 use crate::run::bench::Bench;
@@ -225,50 +227,11 @@ fn one_run(
         if warmup { "warmup".into() } else { round.to_string() }
     );
     let before = Window::read(pid, cores)?;
-    let (figures, argv): (Result<Figures, String>, _) = match loader {
+    let (figures, argv) = match loader {
         Loader::Loadgen | Loader::LoadgenEpoll => {
-            let mut load = Plan::hello(Workload::HelloBare).load;
-            load.connections = cfg.connections;
-            let engine = (loader == Loader::LoadgenEpoll).then_some("epoll");
-            let bench = Bench { loadgen_engine: engine, ..bench.clone() };
-            let run = loader::run(&bench, server.port, &load, duration, None, &tag)?;
-            let reasons = loader::void_reasons(&run, &[], warmup);
-            if loader == Loader::Loadgen {
-                result.loadgen_engine = run.report.as_ref().map(|r| r.config.engine.clone());
-            }
-            let figures = run
-                .report
-                .as_ref()
-                .map(|r| (r.req_per_s, r.responses, r.latency.p50_us as f64, r.latency.p99_us as f64, run.cpu_us));
-            (
-                if reasons.is_empty() {
-                    figures.ok_or_else(|| "no loadgen report".to_string())
-                } else {
-                    Err(reasons.join("; "))
-                },
-                run.argv,
-            )
+            loadgen_run(cfg, bench, server, (loader, duration, warmup, &tag), result)?
         }
-        Loader::Wrk => {
-            let load = wrk::Load {
-                cores: cfg.loader_cores.clone(),
-                threads: cfg.threads,
-                connections: cfg.connections,
-                timeout: REQUEST_TIMEOUT,
-                url: format!("http://127.0.0.1:{}{PATH}", server.port),
-            };
-            let run = wrk::run(wrk_bin, &load, duration, &bench.logdir, &tag)?;
-            let reasons = wrk::problems(&run, warmup);
-            let figures = run.output.as_ref().ok().map(|o| (o.req_per_s, o.requests, o.p50_us, o.p99_us, run.cpu_us));
-            (
-                if reasons.is_empty() {
-                    figures.ok_or_else(|| "no wrk output".to_string())
-                } else {
-                    Err(reasons.join("; "))
-                },
-                run.argv,
-            )
-        }
+        Loader::Wrk => wrk_run(cfg, (bench, wrk_bin), server, (duration, warmup, &tag))?,
     };
     let after = Window::read(pid, cores)?;
     *match loader {
@@ -296,6 +259,63 @@ fn one_run(
     }))
 }
 
+/// A loader's run: its figures (or why they do not count), and the argv it ran with.
+type Outcome = (Result<Figures, String>, Vec<String>);
+
+/// loadgen (its default engine, or epoll) once against the server.
+fn loadgen_run(
+    cfg: &Config,
+    bench: &Bench,
+    server: &Server,
+    (loader, duration, warmup, tag): (Loader, Duration, bool, &str),
+    result: &mut ServerResult,
+) -> anyhow::Result<Outcome> {
+    let mut load = Plan::hello(Workload::HelloBare).load;
+    load.connections = cfg.connections;
+    let engine = (loader == Loader::LoadgenEpoll).then_some("epoll");
+    let bench = Bench { loadgen_engine: engine, ..bench.clone() };
+    let run = loader::run(&bench, server.port, &load, duration, None, tag)?;
+    let reasons = loader::void_reasons(&run, &[], warmup);
+    if loader == Loader::Loadgen {
+        result.loadgen_engine = run.report.as_ref().map(|r| r.config.engine.clone());
+    }
+    let figures = run
+        .report
+        .as_ref()
+        .map(|r| (r.req_per_s, r.responses, r.latency.p50_us as f64, r.latency.p99_us as f64, run.cpu_us));
+    Ok((
+        if reasons.is_empty() {
+            figures.ok_or_else(|| "no loadgen report".to_string())
+        } else {
+            Err(reasons.join("; "))
+        },
+        run.argv,
+    ))
+}
+
+/// wrk once against the server.
+fn wrk_run(
+    cfg: &Config,
+    (bench, wrk_bin): (&Bench, &Path),
+    server: &Server,
+    (duration, warmup, tag): (Duration, bool, &str),
+) -> anyhow::Result<Outcome> {
+    let load = wrk::Load {
+        cores: cfg.loader_cores.clone(),
+        threads: cfg.threads,
+        connections: cfg.connections,
+        timeout: REQUEST_TIMEOUT,
+        url: format!("http://127.0.0.1:{}{PATH}", server.port),
+    };
+    let run = wrk::run(wrk_bin, &load, duration, &bench.logdir, tag)?;
+    let reasons = wrk::problems(&run, warmup);
+    let figures = run.output.as_ref().ok().map(|o| (o.req_per_s, o.requests, o.p50_us, o.p99_us, run.cpu_us));
+    Ok((
+        if reasons.is_empty() { figures.ok_or_else(|| "no wrk output".to_string()) } else { Err(reasons.join("; ")) },
+        run.argv,
+    ))
+}
+
 fn server_name(server: &Server) -> String {
     format!("server-{}", server.port)
 }
@@ -313,7 +333,7 @@ fn calibrate_server(
 ) -> anyhow::Result<ServerResult> {
     let workload = Workload::HelloBare;
     let plan = Plan::hello(workload);
-    let env = ServerEnv { floor_body: Some(workloads::HELLO_BODY.to_vec()), ..ServerEnv::default() };
+    let env = ServerEnv { floor_body: Some(workload_plan::HELLO_BODY.to_vec()), ..ServerEnv::default() };
     let spec = runtimes::server_spec(rt, workload, &cfg.paths, &env);
     let version = match rt {
         Runtime::Floor => Some(format!("compare {}", env!("CARGO_PKG_VERSION"))),
@@ -360,7 +380,7 @@ fn rounds(
     let probe = &plan.probes[plan.primary];
     if let Some(contract) = &probe.contract {
         let got = probe.ask(server.port);
-        if let Some(how) = workloads::difference(probe, &got, &Ok(contract.clone()), false) {
+        if let Some(how) = probe::difference(probe, &got, &Ok(contract.clone()), false) {
             result.failure = Some(format!("{} answered off the hello contract: {how}", probe.request_line()));
             return Ok(());
         }

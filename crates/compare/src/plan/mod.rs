@@ -2,8 +2,12 @@
 //! the runtimes and how each is started per workload, `--target` cells and the built SPA. Plain data and
 //! pure decisions; starting and measuring is `run`'s.
 
+pub mod dataset;
+pub mod load_spec;
+pub mod probe;
 pub mod runtimes;
 pub mod server_spec;
 pub mod site;
 pub mod target;
+pub mod workload_plan;
 pub mod workloads;

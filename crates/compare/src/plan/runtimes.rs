@@ -231,144 +231,28 @@ pub struct ServerEnv {
 
 /// How to start `runtime` for `workload`. `{port}` in arguments and env values is replaced by the port.
 pub fn server_spec(runtime: Runtime, workload: Workload, paths: &Paths, env: &ServerEnv) -> ServerSpec {
-    let program = paths.program(runtime, workload.service());
-    let peers = paths.peers();
-    let peer = |file: &str| peers.join(file).to_string_lossy().into_owned();
-    let mut spec = ServerSpec::new(runtime.name(), program);
+    let mut spec = ServerSpec::new(runtime.name(), paths.program(runtime, workload.service()));
     spec.cwd = paths.repo.clone();
-    let processes = env.processes.max(1);
-    // RUST_LOG is pinned so a debug filter in the caller's shell cannot put logging on the hot path.
-    let rust_env =
-        |prefix: &str| vec![(format!("{prefix}_WORKERS"), processes.to_string()), ("RUST_LOG".into(), "warn".into())];
-    // Both JS runtimes (and their libraries) take their production paths; N processes on N cores are a Node
-    // cluster or Bun processes sharing the port (bench/peers/processes.mjs).
-    let mut js_env = vec![("NODE_ENV".to_string(), "production".to_string())];
-    if processes > 1 {
-        js_env.push(("PEER_PROCESSES".into(), processes.to_string()));
-    }
+    let launch = Launch { runtime, workload, paths, env };
     match (runtime, workload.service()) {
-        (Runtime::Target(t), _) => {
-            spec.cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-            match &t.kind {
-                TargetKind::Running { port, pid } => spec.attach = Some((*port, *pid)),
-                TargetKind::Command { command } => {
-                    spec.args = vec!["-c".into(), command.clone()];
-                    spec.env = vec![("PORT".into(), "{port}".into()), ("HOSTNAME".into(), "127.0.0.1".into())];
-                }
-            }
-        }
+        (Runtime::Target(t), _) => target_spec(&mut spec, t),
         (Runtime::Koa, _) => {
-            spec.cwd = peers.clone();
-            spec.args = vec![peer("flight/hello-koa.mjs")];
+            spec.cwd = paths.peers();
+            spec.args = vec![launch.peer("flight/hello-koa.mjs")];
             spec.env = vec![("NODE_ENV".to_string(), "production".to_string())];
-            spec.env.extend([("PORT".into(), "{port}".into()), ("HOSTNAME".into(), "127.0.0.1".into())]);
+            spec.env.extend(listen_env("PORT", "HOSTNAME"));
         }
-        (Runtime::FlightNode, _) => {
-            // As the published benchmark ran it: from the app's own folder (Flight resolves FLIGHT_APP_HOME
-            // again in every worker, so only the default `.` works), TypeScript backends through tsx, and the
-            // request log (koa-logger, a line per request on stdout) into /dev/null.
-            spec.cwd = peers.join("flight/flight-app");
-            spec.args = vec!["--import".into(), "tsx".into(), "--import".into(), peer("flight/loopback.mjs")];
-            spec.args.push(paths.flight_js().to_string_lossy().into_owned());
-            spec.discard_stdout = true;
-            spec.env = vec![("NODE_ENV".to_string(), "production".to_string())];
-            if workload.flight_profile() == Some(FlightProfile::Production) {
-                // Its production stack from built assets (no `vite build` at start). With a site to serve,
-                // its SPA pipeline (koa-static and the index.html fallback); without one, the form its README
-                // gives API-only workers. Its backend routes answer in front of either.
-                spec.env.push(("FLIGHT_MODE".into(), "production".into()));
-                spec.env.push(("FLIGHT_DISABLE_VITE".into(), "1".into()));
-                if env.dist_path.is_none() {
-                    spec.env.push(("FLIGHT_DISABLE_SPA_PIPELINE".into(), "1".into()));
-                }
-            } else {
-                // Anything but `production` or `development` is Flight's API-only stack: request log, sessions
-                // (Redis store), CORS and the body parser in front of the routes.
-                spec.env.push(("FLIGHT_MODE".into(), "api".into()));
-            }
-            spec.env.push(("FLIGHT_MAX_WORKERS".into(), processes.to_string()));
-            spec.env.push(("FLIGHT_APP_SECRET".into(), "compare-flight-node-secret".into()));
-            spec.env.extend([("FLIGHT_PORT".into(), "{port}".into()), ("FLIGHT_HOSTNAME".into(), "127.0.0.1".into())]);
-            if let Some((host, port)) = env.redis_url.as_deref().and_then(redis_host_port) {
-                spec.env.extend([("FLIGHT_REDIS_HOST".into(), host), ("FLIGHT_REDIS_PORT".into(), port.to_string())]);
-            }
-            spec.env.extend(dist_env(env));
-        }
+        (Runtime::FlightNode, _) => flight_node_spec(&mut spec, &launch),
         (Runtime::Floor, _) => {
             let body = env.floor_body.as_deref().unwrap_or(b"{}");
             spec.args = vec!["floor".into(), "--hostname".into(), "127.0.0.1".into(), "--port".into(), "{port}".into()];
             spec.args.extend(["--body".into(), String::from_utf8_lossy(body).into_owned()]);
         }
-        (Runtime::Rust, Service::Flight) => {
-            spec.env = rust_env("FLIGHT");
-            let profile = workload.flight_profile().unwrap_or(FlightProfile::Bare);
-            spec.env.push(("FLIGHT_MIDDLEWARE".into(), profile.as_str().into()));
-            if profile == FlightProfile::Production {
-                spec.env.extend(production_env(env, "FLIGHT_REDIS_URL", 1));
-            }
-            spec.env.extend(dist_env(env));
-            spec.env.extend([("FLIGHT_PORT".into(), "{port}".into()), ("FLIGHT_HOSTNAME".into(), "127.0.0.1".into())]);
-        }
-        // The JS peers (the shipped variants never get here: they serve only notes).
-        (_, Service::Flight) => {
-            spec.cwd = peers.clone();
-            // bare: the hello peers (no middleware); default and production: the peers that run Flight's Bun
-            // build's middleware onion (bench/peers/flight/edge.mjs), so every runtime does the same work.
-            let profile = workload.flight_profile().unwrap_or(FlightProfile::Bare);
-            let script = match (runtime.on_bun(), profile) {
-                (true, FlightProfile::Bare) => "flight/hello-bun.ts",
-                (false, FlightProfile::Bare) => "flight/hello-node.mjs",
-                (true, _) => "flight/app-bun.ts",
-                (false, _) => "flight/app-node.mjs",
-            };
-            spec.args = if runtime.on_bun() { vec!["run".into(), peer(script)] } else { vec![peer(script)] };
-            spec.env = js_env;
-            if profile != FlightProfile::Bare {
-                spec.env.push(("FLIGHT_PROFILE".into(), profile.as_str().into()));
-            }
-            if profile == FlightProfile::Production {
-                spec.env.extend(production_env(env, "REDIS_URL", if runtime.on_bun() { 2 } else { 3 }));
-            }
-            spec.env.extend(dist_env(env));
-            spec.env.extend([("PORT".into(), "{port}".into()), ("HOSTNAME".into(), "127.0.0.1".into())]);
-        }
-        (_, Service::Scribe) => {
-            if runtime == Runtime::Rust {
-                spec.env = rust_env("SCRIBE_APP");
-            } else {
-                spec.cwd = peers.clone();
-                spec.args = if runtime.on_bun() {
-                    vec!["run".into(), peer("scribe/server-bun.ts")]
-                } else {
-                    vec![peer("scribe/server-node.mjs")]
-                };
-                // bun and node: the peers with the same design fixes as scribe-rs (DDL once, validators
-                // compiled once); bun-shipped and node-shipped: the original's own write path.
-                let shipped = matches!(runtime, Runtime::BunShipped | Runtime::NodeShipped);
-                spec.env = js_env;
-                spec.env.push(("SCRIBE_VARIANT".into(), if shipped { "shipped" } else { "fixed" }.into()));
-            }
-            spec.env
-                .extend([("SCRIBE_APP_PORT".into(), "{port}".into()), ("SCRIBE_APP_HOST".into(), "127.0.0.1".into())]);
-            if let Some(url) = &env.database_url {
-                spec.env.push(("DATABASE_URL".into(), url.clone()));
-            }
-            if let Some(url) = &env.redis_url {
-                spec.env.push(("REDIS_URL".into(), url.clone()));
-            }
-        }
+        (_, Service::Flight) => flight_spec(&mut spec, &launch),
+        (_, Service::Scribe) => scribe_spec(&mut spec, &launch),
         (_, Service::Ladder) => {
-            if runtime == Runtime::Rust {
-                spec.env = rust_env("LADDER");
-            } else {
-                spec.cwd = peers.clone();
-                spec.args = match runtime {
-                    Runtime::Bun => vec!["run".into(), peer("ladder/server-bun.ts")],
-                    _ => vec!["--disable-warning=ExperimentalWarning".into(), peer("ladder/server-node.mjs")],
-                };
-                spec.env = js_env;
-            }
-            spec.env.extend([("LADDER_PORT".into(), "{port}".into()), ("LADDER_HOSTNAME".into(), "127.0.0.1".into())]);
+            launch.peer_or_rust(&mut spec, "LADDER", "ladder/server-bun.ts", "ladder/server-node.mjs");
+            spec.env.extend(listen_env("LADDER_PORT", "LADDER_HOSTNAME"));
             if let Some(db) = &env.metadata_db {
                 spec.env.push(("LADDER_DB".into(), db.to_string_lossy().into_owned()));
             }
@@ -377,25 +261,175 @@ pub fn server_spec(runtime: Runtime, workload: Workload, paths: &Paths, env: &Se
             }
         }
         (_, Service::Metadata) => {
-            if runtime == Runtime::Rust {
-                spec.env = rust_env("METADATA");
-            } else {
-                spec.cwd = peers.clone();
-                spec.args = match runtime {
-                    Runtime::Bun => vec!["run".into(), peer("metadata/server-bun.ts")],
-                    // node:sqlite prints an ExperimentalWarning on first use; it says nothing about the run.
-                    _ => vec!["--disable-warning=ExperimentalWarning".into(), peer("metadata/server-node.mjs")],
-                };
-                spec.env = js_env;
-            }
-            spec.env
-                .extend([("METADATA_PORT".into(), "{port}".into()), ("METADATA_HOSTNAME".into(), "127.0.0.1".into())]);
+            launch.peer_or_rust(&mut spec, "METADATA", "metadata/server-bun.ts", "metadata/server-node.mjs");
+            spec.env.extend(listen_env("METADATA_PORT", "METADATA_HOSTNAME"));
             if let Some(db) = &env.metadata_db {
                 spec.env.push(("METADATA_DB".into(), db.to_string_lossy().into_owned()));
             }
         }
     }
     spec
+}
+
+/// What every runtime's start is built from.
+struct Launch<'a> {
+    runtime: Runtime,
+    workload: Workload,
+    paths: &'a Paths,
+    env: &'a ServerEnv,
+}
+
+impl Launch<'_> {
+    /// A file under bench/peers, as an argument.
+    fn peer(&self, file: &str) -> String {
+        self.paths.peers().join(file).to_string_lossy().into_owned()
+    }
+
+    fn processes(&self) -> usize {
+        self.env.processes.max(1)
+    }
+
+    /// rust's worker count under its prefix. RUST_LOG is pinned so a debug filter in the caller's shell cannot
+    /// put logging on the hot path.
+    fn rust_env(&self, prefix: &str) -> Vec<(String, String)> {
+        vec![(format!("{prefix}_WORKERS"), self.processes().to_string()), ("RUST_LOG".into(), "warn".into())]
+    }
+
+    /// Both JS runtimes (and their libraries) take their production paths; N processes on N cores are a Node
+    /// cluster or Bun processes sharing the port (bench/peers/processes.mjs).
+    fn js_env(&self) -> Vec<(String, String)> {
+        let mut env = vec![("NODE_ENV".to_string(), "production".to_string())];
+        if self.processes() > 1 {
+            env.push(("PEER_PROCESSES".into(), self.processes().to_string()));
+        }
+        env
+    }
+
+    /// rust with its prefix's worker count, or the peer script on Bun or Node (node:sqlite prints an
+    /// ExperimentalWarning on first use, which says nothing about the run).
+    fn peer_or_rust(&self, spec: &mut ServerSpec, prefix: &str, bun_script: &str, node_script: &str) {
+        if self.runtime == Runtime::Rust {
+            spec.env = self.rust_env(prefix);
+            return;
+        }
+        spec.cwd = self.paths.peers();
+        spec.args = match self.runtime {
+            Runtime::Bun => vec!["run".into(), self.peer(bun_script)],
+            _ => vec!["--disable-warning=ExperimentalWarning".into(), self.peer(node_script)],
+        };
+        spec.env = self.js_env();
+    }
+}
+
+/// The listening port and host under a server's own variable names.
+fn listen_env(port: &str, host: &str) -> [(String, String); 2] {
+    [(port.into(), "{port}".into()), (host.into(), "127.0.0.1".into())]
+}
+
+/// A `--target`: attached to where it runs, or its command through `sh -c` with PORT and HOSTNAME.
+fn target_spec(spec: &mut ServerSpec, target: &Target) {
+    spec.cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    match &target.kind {
+        TargetKind::Running { port, pid } => spec.attach = Some((*port, *pid)),
+        TargetKind::Command { command } => {
+            spec.args = vec!["-c".into(), command.clone()];
+            spec.env = listen_env("PORT", "HOSTNAME").to_vec();
+        }
+    }
+}
+
+/// The real Flight 2.0.2, as the published benchmark ran it: from the app's own folder (Flight resolves
+/// FLIGHT_APP_HOME again in every worker, so only the default `.` works), TypeScript backends through tsx, and
+/// the request log (koa-logger, a line per request on stdout) into /dev/null.
+fn flight_node_spec(spec: &mut ServerSpec, launch: &Launch<'_>) {
+    let (paths, env) = (launch.paths, launch.env);
+    spec.cwd = paths.peers().join("flight/flight-app");
+    spec.args = vec!["--import".into(), "tsx".into(), "--import".into(), launch.peer("flight/loopback.mjs")];
+    spec.args.push(paths.flight_js().to_string_lossy().into_owned());
+    spec.discard_stdout = true;
+    spec.env = vec![("NODE_ENV".to_string(), "production".to_string())];
+    if launch.workload.flight_profile() == Some(FlightProfile::Production) {
+        // Its production stack from built assets (no `vite build` at start). With a site to serve, its SPA
+        // pipeline (koa-static and the index.html fallback); without one, the form its README gives API-only
+        // workers. Its backend routes answer in front of either.
+        spec.env.push(("FLIGHT_MODE".into(), "production".into()));
+        spec.env.push(("FLIGHT_DISABLE_VITE".into(), "1".into()));
+        if env.dist_path.is_none() {
+            spec.env.push(("FLIGHT_DISABLE_SPA_PIPELINE".into(), "1".into()));
+        }
+    } else {
+        // Anything but `production` or `development` is Flight's API-only stack: request log, sessions (Redis
+        // store), CORS and the body parser in front of the routes.
+        spec.env.push(("FLIGHT_MODE".into(), "api".into()));
+    }
+    spec.env.push(("FLIGHT_MAX_WORKERS".into(), launch.processes().to_string()));
+    spec.env.push(("FLIGHT_APP_SECRET".into(), "compare-flight-node-secret".into()));
+    spec.env.extend(listen_env("FLIGHT_PORT", "FLIGHT_HOSTNAME"));
+    if let Some((host, port)) = env.redis_url.as_deref().and_then(redis_host_port) {
+        spec.env.extend([("FLIGHT_REDIS_HOST".into(), host), ("FLIGHT_REDIS_PORT".into(), port.to_string())]);
+    }
+    spec.env.extend(dist_env(env));
+}
+
+/// flight-rs with its middleware profile, or the JS peers: bare is the hello peers (no middleware); default
+/// and production are the peers that run Flight's Bun build's middleware onion (bench/peers/flight/edge.mjs),
+/// so every runtime does the same work. (The shipped variants never get here: they serve only notes.)
+fn flight_spec(spec: &mut ServerSpec, launch: &Launch<'_>) {
+    let (runtime, env) = (launch.runtime, launch.env);
+    let profile = launch.workload.flight_profile().unwrap_or(FlightProfile::Bare);
+    if runtime == Runtime::Rust {
+        spec.env = launch.rust_env("FLIGHT");
+        spec.env.push(("FLIGHT_MIDDLEWARE".into(), profile.as_str().into()));
+        if profile == FlightProfile::Production {
+            spec.env.extend(production_env(env, "FLIGHT_REDIS_URL", 1));
+        }
+        spec.env.extend(dist_env(env));
+        spec.env.extend(listen_env("FLIGHT_PORT", "FLIGHT_HOSTNAME"));
+        return;
+    }
+    spec.cwd = launch.paths.peers();
+    let script = match (runtime.on_bun(), profile) {
+        (true, FlightProfile::Bare) => "flight/hello-bun.ts",
+        (false, FlightProfile::Bare) => "flight/hello-node.mjs",
+        (true, _) => "flight/app-bun.ts",
+        (false, _) => "flight/app-node.mjs",
+    };
+    spec.args = if runtime.on_bun() { vec!["run".into(), launch.peer(script)] } else { vec![launch.peer(script)] };
+    spec.env = launch.js_env();
+    if profile != FlightProfile::Bare {
+        spec.env.push(("FLIGHT_PROFILE".into(), profile.as_str().into()));
+    }
+    if profile == FlightProfile::Production {
+        spec.env.extend(production_env(env, "REDIS_URL", if runtime.on_bun() { 2 } else { 3 }));
+    }
+    spec.env.extend(dist_env(env));
+    spec.env.extend(listen_env("PORT", "HOSTNAME"));
+}
+
+/// scribe-rs, or the Scribe peers: bun and node run the peers with the same design fixes as scribe-rs (DDL
+/// once, validators compiled once); bun-shipped and node-shipped the original's own write path.
+fn scribe_spec(spec: &mut ServerSpec, launch: &Launch<'_>) {
+    let (runtime, env) = (launch.runtime, launch.env);
+    if runtime == Runtime::Rust {
+        spec.env = launch.rust_env("SCRIBE_APP");
+    } else {
+        spec.cwd = launch.paths.peers();
+        spec.args = if runtime.on_bun() {
+            vec!["run".into(), launch.peer("scribe/server-bun.ts")]
+        } else {
+            vec![launch.peer("scribe/server-node.mjs")]
+        };
+        let shipped = matches!(runtime, Runtime::BunShipped | Runtime::NodeShipped);
+        spec.env = launch.js_env();
+        spec.env.push(("SCRIBE_VARIANT".into(), if shipped { "shipped" } else { "fixed" }.into()));
+    }
+    spec.env.extend(listen_env("SCRIBE_APP_PORT", "SCRIBE_APP_HOST"));
+    if let Some(url) = &env.database_url {
+        spec.env.push(("DATABASE_URL".into(), url.clone()));
+    }
+    if let Some(url) = &env.redis_url {
+        spec.env.push(("REDIS_URL".into(), url.clone()));
+    }
 }
 
 /// Whether `runtime` keeps state in Redis on `workload`: Flight's sessions (flight-node in every mode), and

@@ -12,6 +12,7 @@ use crate::format::{fmt_median, fmt_spread, num};
 use crate::records::{Kind, Record, ordered};
 use crate::report::charts::{self, Bar};
 use crate::stats::{Spread, per_round_ratio, spread};
+use crate::table::Table;
 
 /// One runtime's searches at one objective in one workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -147,8 +148,7 @@ pub fn table(out: &mut String, records: &[Record], workload: &str, md: Option<&P
             let _ = writeln!(out, "![{workload} capacity]({name})\n");
         }
         let has_rust = cells.iter().any(|c| c.runtime == "rust" && c.rps.is_some());
-        out.push_str("| runtime | capacity req/s | p99 ms at it | ÷ rust | valid searches | steps |\n");
-        out.push_str("|---|---|---|---|---|---|\n");
+        let mut table = Table::new(["runtime", "capacity req/s", "p99 ms at it", "÷ rust", "valid searches", "steps"]);
         for c in &cells {
             let rps = match (c.rps, c.none_met) {
                 (Some(s), _) => {
@@ -166,8 +166,9 @@ pub fn table(out: &mut String, records: &[Record], workload: &str, md: Option<&P
             let p99 = fmt_median(c.p99_us, 3, 1e-3);
             let files: Vec<String> = c.steps_files.iter().map(|f| format!("[{}]({f})", file_name(f))).collect();
             let files = if files.is_empty() { "—".to_string() } else { files.join(" ") };
-            let _ = writeln!(out, "| {} | {rps} | {p99} | {ratio} | {}/{} | {files} |", c.runtime, c.valid, c.total);
+            table.row([c.runtime.as_str(), &rps, &p99, &ratio, &format!("{}/{}", c.valid, c.total), &files]);
         }
+        out.push_str(&table.finish());
     }
 }
 

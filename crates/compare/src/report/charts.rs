@@ -221,15 +221,12 @@ fn rate_rows(
     Ok(())
 }
 
-fn render_ladder(steps: &[String], points: &[LadderPoint]) -> Result<String, fmt::Error> {
-    const PLOT_BOTTOM: f64 = 376.0;
-    const LEFT: f64 = 76.0;
-    const RIGHT: f64 = 24.0;
-    const PAD: f64 = 30.0;
-    /// Tilted step labels are cut to this many characters (the full text is in each point's tooltip).
-    const TILTED_CHARS: usize = 24;
+/// The ladder's tilted step labels are cut to this many characters (the full text is in each point's tooltip).
+const TILTED_CHARS: usize = 24;
 
-    // Runtimes in order of appearance; per runtime the value at each step (the last one given wins).
+/// The ladder's runtimes in order of appearance, and per runtime its value at each step (the last one given
+/// wins; a step without a measured value is `None`).
+fn ladder_series<'a>(steps: &[String], points: &'a [LadderPoint]) -> (Vec<&'a str>, Vec<Vec<Option<f64>>>) {
     let mut runtimes: Vec<&str> = Vec::new();
     for p in points {
         if !runtimes.contains(&p.runtime.as_str()) {
@@ -251,6 +248,73 @@ fn render_ladder(steps: &[String], points: &[LadderPoint]) -> Result<String, fmt
                 .collect()
         })
         .collect();
+    (runtimes, series)
+}
+
+/// The step names under the ladder's x axis, side by side or tilted by 30°.
+fn step_labels(out: &mut String, steps: &[String], x_of: &dyn Fn(usize) -> f64, y: f64, tilt: bool) -> fmt::Result {
+    for (i, step) in steps.iter().enumerate() {
+        let x = x_of(i);
+        if tilt {
+            write!(out, r##"<text x="{x:.1}" y="{y:.1}" font-size="12" text-anchor="end" fill="#444""##)?;
+            let shown: String = if step.chars().count() > TILTED_CHARS {
+                step.chars().take(TILTED_CHARS - 1).chain(['…']).collect()
+            } else {
+                step.clone()
+            };
+            writeln!(out, r#" transform="rotate(-30 {x:.1} {y:.1})">{}</text>"#, esc(&shown))?;
+        } else {
+            writeln!(
+                out,
+                r##"<text x="{x:.1}" y="{y:.1}" font-size="12" text-anchor="middle" fill="#444">{}</text>"##,
+                esc(step)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// One runtime's line across the ladder's steps, with a point (and its tooltip) at each measured step.
+fn ladder_line(
+    out: &mut String,
+    rt: &str,
+    values: &[Option<f64>],
+    color: &str,
+    steps: &[String],
+    x_of: &dyn Fn(usize) -> f64,
+    y_of: &dyn Fn(f64) -> f64,
+) -> fmt::Result {
+    // A step without a value breaks the line rather than bridging the gap with a made-up slope.
+    let mut d = String::new();
+    let mut joined = false;
+    for (s, v) in values.iter().enumerate() {
+        match v {
+            Some(v) => {
+                write!(d, "{}{:.1} {:.1}", if joined { "L" } else { "M" }, x_of(s), y_of(*v))?;
+                joined = true;
+            }
+            None => joined = false,
+        }
+    }
+    if !d.is_empty() {
+        writeln!(out, r#"<path d="{d}" stroke="{color}" stroke-width="2.5" fill="none"/>"#)?;
+    }
+    for (s, v) in values.iter().enumerate() {
+        if let Some(v) = v {
+            write!(out, r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}">"#, x_of(s), y_of(*v))?;
+            writeln!(out, "<title>{} at {}: {} req/s</title></circle>", esc(rt), esc(&steps[s]), thousands(*v))?;
+        }
+    }
+    Ok(())
+}
+
+fn render_ladder(steps: &[String], points: &[LadderPoint]) -> Result<String, fmt::Error> {
+    const PLOT_BOTTOM: f64 = 376.0;
+    const LEFT: f64 = 76.0;
+    const RIGHT: f64 = 24.0;
+    const PAD: f64 = 30.0;
+
+    let (runtimes, series) = ladder_series(steps, points);
 
     // Step labels sit side by side when they fit, else tilted by 30°, which needs room below the plot and,
     // for the first label, to the left of it.
@@ -303,48 +367,10 @@ fn render_ladder(steps: &[String], points: &[LadderPoint]) -> Result<String, fmt
             LEFT + pad_left + i as f64 * (WIDTH - RIGHT - LEFT - pad_left - PAD) / gaps
         }
     };
-    for (i, step) in steps.iter().enumerate() {
-        let (x, y) = (x_of(i), plot_bottom + 18.0);
-        if tilt {
-            write!(out, r##"<text x="{x:.1}" y="{y:.1}" font-size="12" text-anchor="end" fill="#444""##)?;
-            let shown: String = if step.chars().count() > TILTED_CHARS {
-                step.chars().take(TILTED_CHARS - 1).chain(['…']).collect()
-            } else {
-                step.clone()
-            };
-            writeln!(out, r#" transform="rotate(-30 {x:.1} {y:.1})">{}</text>"#, esc(&shown))?;
-        } else {
-            writeln!(
-                out,
-                r##"<text x="{x:.1}" y="{y:.1}" font-size="12" text-anchor="middle" fill="#444">{}</text>"##,
-                esc(step)
-            )?;
-        }
-    }
+    step_labels(&mut out, steps, &x_of, plot_bottom + 18.0, tilt)?;
 
-    for (i, (rt, values)) in runtimes.iter().zip(&series).enumerate() {
-        let color = palette[i];
-        // A step without a value breaks the line rather than bridging the gap with a made-up slope.
-        let mut d = String::new();
-        let mut joined = false;
-        for (s, v) in values.iter().enumerate() {
-            match v {
-                Some(v) => {
-                    write!(d, "{}{:.1} {:.1}", if joined { "L" } else { "M" }, x_of(s), y_of(*v))?;
-                    joined = true;
-                }
-                None => joined = false,
-            }
-        }
-        if !d.is_empty() {
-            writeln!(out, r#"<path d="{d}" stroke="{color}" stroke-width="2.5" fill="none"/>"#)?;
-        }
-        for (s, v) in values.iter().enumerate() {
-            if let Some(v) = v {
-                write!(out, r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}">"#, x_of(s), y_of(*v))?;
-                writeln!(out, "<title>{} at {}: {} req/s</title></circle>", esc(rt), esc(&steps[s]), thousands(*v))?;
-            }
-        }
+    for ((rt, values), color) in runtimes.iter().zip(&series).zip(&palette) {
+        ladder_line(&mut out, rt, values, color, steps, &x_of, &y_of)?;
     }
     if runtimes.is_empty() || steps.is_empty() {
         no_data(&mut out, (LEFT + WIDTH - RIGHT) / 2.0, (plot_top + plot_bottom) / 2.0)?;

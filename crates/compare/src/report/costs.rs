@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use crate::format::fmt_median;
 use crate::records::{Kind, Record, ordered};
 use crate::stats::{per_round_ratio, spread};
+use crate::table::Table;
 
 fn kernel_us(r: &Record) -> Option<f64> {
     Some(r.server_cpu_us_per_resp? * r.server_kernel_pct? / 100.0)
@@ -38,36 +39,35 @@ pub fn table(out: &mut String, records: &[Record], workload: &str) {
         if with_dbs { ", and the PostgreSQL and Redis compare started, over the same windows" } else { "" }
     );
     let has_rust = ok.iter().any(|r| r.runtime == "rust");
-    let _ = writeln!(
-        out,
-        "| runtime | server user | server kernel | kernel share |{} total | total ÷ rust |",
-        if with_dbs { " PostgreSQL | Redis |" } else { "" }
-    );
-    let _ = writeln!(out, "|---|---|---|---|{}---|---|", if with_dbs { "---|---|" } else { "" });
+    let mut head = vec!["runtime", "server user", "server kernel", "kernel share"];
+    if with_dbs {
+        head.extend(["PostgreSQL", "Redis"]);
+    }
+    head.extend(["total", "total ÷ rust"]);
+    let mut table = Table::new(head);
     for rt in ordered(ok.iter().map(|r| r.runtime.as_str())) {
         let of: Vec<&&Record> = ok.iter().filter(|r| r.runtime == rt).collect();
         let median = |f: fn(&Record) -> Option<f64>, digits: usize| {
             fmt_median(spread(of.iter().filter_map(|r| f(r))), digits, 1.0)
-        };
-        let dbs = if with_dbs {
-            format!(" {} | {} |", median(|r| r.postgres_cpu_us_per_resp, 2), median(|r| r.redis_cpu_us_per_resp, 2))
-        } else {
-            String::new()
         };
         let ratio = if rt == "rust" || !has_rust {
             "—".to_string()
         } else {
             fmt_median(per_round_ratio(records, workload, Kind::Closed, &rt, "rust", total_us), 2, 1.0)
         };
-        let _ = writeln!(
-            out,
-            "| {rt} | {} | {} | {}% |{dbs} {} | {ratio} |",
+        let mut row = vec![
+            rt.clone(),
             median(user_us, 2),
             median(kernel_us, 2),
-            median(|r| r.server_kernel_pct, 0),
-            median(total_us, 2),
-        );
+            format!("{}%", median(|r| r.server_kernel_pct, 0)),
+        ];
+        if with_dbs {
+            row.extend([median(|r| r.postgres_cpu_us_per_resp, 2), median(|r| r.redis_cpu_us_per_resp, 2)]);
+        }
+        row.extend([median(total_us, 2), ratio]);
+        table.row(&row);
     }
+    out.push_str(&table.finish());
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use crate::format::{fmt_median, fmt_spread};
 use crate::records::{Kind, Record};
 use crate::stats::{per_round_ratio, spread};
+use crate::table::Table;
 
 fn ops(r: &Record) -> Option<f64> {
     r.lookups.map(|l| l.ops_per_s)
@@ -23,8 +24,7 @@ pub fn table(out: &mut String, records: &[Record], workload: &str) {
         "\nDB-only: the lookup and the JSON build in a loop, no HTTP ({iterations} lookups a run after a tenth as \
          many untimed; each runtime's own SQLite binding on the same file, pinned to the server cores):\n"
     );
-    let _ = writeln!(out, "| runtime | lookups/s | µs/lookup | lookups/s ÷ rust | valid runs |");
-    let _ = writeln!(out, "|---|---|---|---|---|");
+    let mut table = Table::new(["runtime", "lookups/s", "µs/lookup", "lookups/s ÷ rust", "valid runs"]);
     let runtimes = crate::records::ordered(mine.iter().map(|r| r.runtime.as_str()));
     for rt in runtimes {
         let of: Vec<&&Record> = mine.iter().filter(|r| r.runtime == rt).collect();
@@ -36,15 +36,10 @@ pub fn table(out: &mut String, records: &[Record], workload: &str) {
         } else {
             fmt_median(per_round_ratio(records, workload, Kind::Lookups, &rt, "rust", ops), 2, 1.0)
         };
-        let _ = writeln!(
-            out,
-            "| {rt} | {} | {} | {ratio} | {}/{} |",
-            fmt_spread(per_s, 0, 1.0),
-            fmt_median(us, 2, 1.0),
-            ok.len(),
-            of.len()
-        );
+        let valid = format!("{}/{}", ok.len(), of.len());
+        table.row([rt.as_str(), &fmt_spread(per_s, 0, 1.0), &fmt_median(us, 2, 1.0), &ratio, &valid]);
     }
+    out.push_str(&table.finish());
 }
 
 #[cfg(test)]

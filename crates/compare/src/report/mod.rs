@@ -17,10 +17,11 @@ use anyhow::Context;
 use clap::Args;
 use std::process::ExitCode;
 
-use crate::format::{fmt_median, fmt_spread, num, shell_join, table_cell};
+use crate::format::{fmt_median, fmt_spread, num, shell_join};
 use crate::plan::workloads::Workload;
 use crate::records::{Kind, Record, ordered};
 use crate::stats::{Spread, per_round_ratio, spread};
+use crate::table::{Table, cell_text};
 
 /// One runtime in one workload, summarized.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,12 +134,57 @@ pub fn bars(summary: &[CellSummary]) -> Vec<charts::Bar> {
         .collect()
 }
 
-/// The whole Markdown document. `svg_dir_name`: link each workload's chart by this file stem.
+/// Whether any table said a cell was loader-bound or contended: the notes under the tables explain those.
+#[derive(Debug, Default, Clone, Copy)]
+struct Flags {
+    loader_bound: bool,
+    contended: bool,
+}
+
+/// The whole Markdown document. `md_path`: where it goes, so each workload's chart is linked by file name.
 pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
     let mut out = String::new();
     let workloads = workloads(records);
     let _ =
         writeln!(out, "# compare: {}\n", if workloads.is_empty() { "no records".into() } else { workloads.join(", ") });
+    run_lines(&mut out, records);
+    // A soak's workload has checks and soak samples only; its own section (crate::report::soak) shows it.
+    let soaked_only = |w: &str| {
+        let of = records.iter().filter(|r| r.workload == w);
+        of.clone().any(|r| r.kind == Kind::Soak) && of.clone().all(|r| matches!(r.kind, Kind::Soak | Kind::Check))
+    };
+    let compared: Vec<&String> = workloads.iter().filter(|w| !soaked_only(w)).collect();
+    if !compared.is_empty() {
+        out.push_str(
+            "\nClosed loop: medians over runs, (min–max) in brackets. CPU-µs/resp is the server's whole process tree \
+         (utime+stime from /proc) over the window divided by the responses: the primary efficiency figure. \
+         Ratios are medians of per-round ratios (both runs in the same interleaved round); for req/s above 1 \
+         is faster, for CPU-µs/resp below 1 is cheaper.\n",
+        );
+    }
+    let mut flags = Flags::default();
+    for w in compared {
+        workload_section(&mut out, records, w, md_path, &mut flags);
+    }
+    ladder_section(&mut out, records, md_path);
+    crate::report::soak::section(&mut out, records, md_path);
+    if flags.loader_bound {
+        out.push_str(
+            "\nloader-bound: the server cores were under 90% busy in most runs, so loadgen (not the server) set \
+             the req/s; compare CPU-µs/resp there.\n",
+        );
+    }
+    if flags.contended {
+        out.push_str(
+            "\ncontended: in most runs 10% or more of the server cores went to other processes (or steal); req/s \
+             and latency are unreliable, CPU-µs/resp less so. Rerun on a quiet machine.\n",
+        );
+    }
+    out
+}
+
+/// One list of lines per comparison run the records come from: its id, command, machine and core layout.
+fn run_lines(out: &mut String, records: &[Record]) {
     let mut runs: Vec<&Record> = Vec::new();
     for r in records {
         if !runs.iter().any(|x| x.run_id == r.run_id) {
@@ -157,150 +203,122 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
             l.server_cores, l.loader_cores, l.db_cores
         );
     }
-    // A soak's workload has checks and soak samples only; its own section (crate::report::soak) shows it.
-    let soaked_only = |w: &str| {
-        let of = records.iter().filter(|r| r.workload == w);
-        of.clone().any(|r| r.kind == Kind::Soak) && of.clone().all(|r| matches!(r.kind, Kind::Soak | Kind::Check))
-    };
-    let compared: Vec<&String> = workloads.iter().filter(|w| !soaked_only(w)).collect();
-    if !compared.is_empty() {
-        out.push_str(
-            "\nClosed loop: medians over runs, (min–max) in brackets. CPU-µs/resp is the server's whole process tree \
-         (utime+stime from /proc) over the window divided by the responses: the primary efficiency figure. \
-         Ratios are medians of per-round ratios (both runs in the same interleaved round); for req/s above 1 \
-         is faster, for CPU-µs/resp below 1 is cheaper.\n",
-        );
+}
+
+/// One workload's section: heading, "same work" line, chart, the closed-loop table, then the costs, open-loop,
+/// capacity and DB-only tables where recorded, and its void runs.
+fn workload_section(out: &mut String, records: &[Record], w: &str, md_path: Option<&Path>, flags: &mut Flags) {
+    let summary = summarize(records, w);
+    let conns = records.iter().find(|r| r.workload == w && r.connections.is_some()).and_then(|r| r.connections);
+    let dur = records.iter().find(|r| r.workload == w && r.kind == Kind::Closed).and_then(|r| r.duration_s);
+    let _ = writeln!(
+        out,
+        "\n## {w}\n\n{} connections{}\n",
+        conns.map_or("—".into(), |c| c.to_string()),
+        dur.map_or(String::new(), |d| format!(", runs of {} s", num(d, 1)))
+    );
+    if let Some(layers) = Workload::parse(w).and_then(Workload::same_work) {
+        let _ = writeln!(out, "Same work: {layers}\n");
     }
-    let mut any_loader_bound = false;
-    let mut any_contended = false;
-    for w in compared {
-        let summary = summarize(records, w);
-        let conns = records.iter().find(|r| &r.workload == w && r.connections.is_some()).and_then(|r| r.connections);
-        let dur = records.iter().find(|r| &r.workload == w && r.kind == Kind::Closed).and_then(|r| r.duration_s);
-        let _ = writeln!(
-            out,
-            "\n## {w}\n\n{} connections{}\n",
-            conns.map_or("—".into(), |c| c.to_string()),
-            dur.map_or(String::new(), |d| format!(", runs of {} s", num(d, 1)))
-        );
-        if let Some(layers) = Workload::parse(w).and_then(Workload::same_work) {
-            let _ = writeln!(out, "Same work: {layers}\n");
-        }
-        if let (Some(md), false) = (md_path, bars(&summary).is_empty()) {
-            let svg = charts::svg_path(md, w);
-            let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let _ = writeln!(out, "![{w}]({name})\n");
-        }
-        let has = |rt: &str| summary.iter().any(|c| c.runtime == rt && c.req_per_s.is_some());
-        let _ = writeln!(
-            out,
-            "| runtime | version | req/s | CPU-µs/resp | p99 ms | idle RSS MiB | RSS after MiB | startup ms | \
-             req/s ÷ rust | CPU ÷ rust | req/s ÷ floor | CPU ÷ floor | valid runs |"
-        );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-        for c in &summary {
-            let version = c.version.as_deref().map_or("—".to_string(), table_cell);
-            if let Some(reason) = &c.void_cell {
-                let _ = writeln!(
-                    out,
-                    "| {} | {version} | **VOID**: {} | | | | | | | | | | 0/{} |",
-                    c.runtime,
-                    table_cell(reason),
-                    c.closed_total
-                );
-                continue;
-            }
-            any_loader_bound |= c.loader_bound;
-            any_contended |= c.contended;
-            let ratio = |den: &str, metric: fn(&Record) -> Option<f64>| {
-                if c.runtime == den || !has(den) || c.req_per_s.is_none() {
-                    return "—".to_string();
-                }
-                fmt_median(per_round_ratio(records, w, Kind::Closed, &c.runtime, den, metric), 2, 1.0)
-            };
-            let mut rps_text = fmt_spread(c.req_per_s, 0, 1.0);
-            if c.loader_bound {
-                rps_text.push_str(" loader-bound");
-            }
-            if c.contended {
-                rps_text.push_str(" contended");
-            }
-            let _ = writeln!(
-                out,
-                "| {} | {version} | {rps_text} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}/{} |",
-                c.runtime,
-                fmt_spread(c.cpu_us_per_resp, 2, 1.0),
-                fmt_median(c.p99_us, 3, 1e-3),
-                fmt_median(c.rss_idle_kib, 1, 1.0 / 1024.0),
-                fmt_median(c.rss_after_kib, 1, 1.0 / 1024.0),
-                fmt_spread(c.startup_ms, 1, 1.0),
-                ratio("rust", rps),
-                ratio("rust", cpu),
-                ratio("floor", rps),
-                ratio("floor", cpu),
-                c.closed_valid,
-                c.closed_total
-            );
-        }
-        crate::report::costs::table(&mut out, records, w);
-        let open: Vec<(&CellSummary, &OpenSummary)> =
-            summary.iter().filter_map(|c| c.open.as_ref().map(|o| (c, o))).collect();
-        if let Some(rate) = open.iter().find_map(|(_, o)| o.rate) {
-            let _ = writeln!(
-                out,
-                "\nOpen loop at {} req/s (latency from each request's intended send time):\n",
-                num(rate, 0)
-            );
-            let _ = writeln!(out, "| runtime | achieved req/s | p50 ms | p99 ms | p99.9 ms | max ms | valid runs |");
-            let _ = writeln!(out, "|---|---|---|---|---|---|---|");
-            for (c, o) in &open {
-                let _ = writeln!(
-                    out,
-                    "| {} | {} | {} | {} | {} | {} | {}/{} |",
-                    c.runtime,
-                    fmt_median(o.achieved, 0, 1.0),
-                    fmt_median(o.p50_us, 3, 1e-3),
-                    fmt_spread(o.p99_us, 3, 1e-3),
-                    fmt_spread(o.p999_us, 3, 1e-3),
-                    fmt_median(o.max_us, 3, 1e-3),
-                    o.valid,
-                    o.total
-                );
-            }
-        }
-        crate::report::capacity::table(&mut out, records, w, md_path);
-        crate::report::lookups::table(&mut out, records, w);
-        let voids: Vec<&Record> =
-            records.iter().filter(|r| &r.workload == w && r.void && r.kind != Kind::Check).collect();
-        if !voids.is_empty() {
-            let _ = writeln!(out, "\nVoid runs:\n");
-            for r in voids {
-                let _ = writeln!(
-                    out,
-                    "- {} {} round {}: {}",
-                    r.runtime,
-                    r.kind.as_str(),
-                    r.round,
-                    table_cell(r.void_reason.as_deref().unwrap_or("no reason recorded"))
-                );
-            }
+    if let (Some(md), false) = (md_path, bars(&summary).is_empty()) {
+        let svg = charts::svg_path(md, w);
+        let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let _ = writeln!(out, "![{w}]({name})\n");
+    }
+    out.push_str(&closed_table(records, w, &summary, flags));
+    crate::report::costs::table(out, records, w);
+    open_table(out, &summary);
+    crate::report::capacity::table(out, records, w, md_path);
+    crate::report::lookups::table(out, records, w);
+    let voids: Vec<&Record> = records.iter().filter(|r| r.workload == w && r.void && r.kind != Kind::Check).collect();
+    if !voids.is_empty() {
+        let _ = writeln!(out, "\nVoid runs:\n");
+        for r in voids {
+            let reason = cell_text(r.void_reason.as_deref().unwrap_or("no reason recorded"));
+            let _ = writeln!(out, "- {} {} round {}: {reason}", r.runtime, r.kind.as_str(), r.round);
         }
     }
-    ladder_section(&mut out, records, md_path);
-    crate::report::soak::section(&mut out, records, md_path);
-    if any_loader_bound {
-        out.push_str(
-            "\nloader-bound: the server cores were under 90% busy in most runs, so loadgen (not the server) set \
-             the req/s; compare CPU-µs/resp there.\n",
-        );
+}
+
+/// The closed-loop table: per runtime its medians and spreads, and per-round ratios to rust and the floor.
+fn closed_table(records: &[Record], w: &str, summary: &[CellSummary], flags: &mut Flags) -> String {
+    let has = |rt: &str| summary.iter().any(|c| c.runtime == rt && c.req_per_s.is_some());
+    let mut table = Table::new([
+        "runtime",
+        "version",
+        "req/s",
+        "CPU-µs/resp",
+        "p99 ms",
+        "idle RSS MiB",
+        "RSS after MiB",
+        "startup ms",
+        "req/s ÷ rust",
+        "CPU ÷ rust",
+        "req/s ÷ floor",
+        "CPU ÷ floor",
+        "valid runs",
+    ]);
+    for c in summary {
+        let version = c.version.as_deref().unwrap_or("—");
+        if let Some(reason) = &c.void_cell {
+            let void = format!("**VOID**: {reason}");
+            let valid = format!("0/{}", c.closed_total);
+            table.row([c.runtime.as_str(), version, &void, "", "", "", "", "", "", "", "", "", &valid]);
+            continue;
+        }
+        flags.loader_bound |= c.loader_bound;
+        flags.contended |= c.contended;
+        let ratio = |den: &str, metric: fn(&Record) -> Option<f64>| {
+            if c.runtime == den || !has(den) || c.req_per_s.is_none() {
+                return "—".to_string();
+            }
+            fmt_median(per_round_ratio(records, w, Kind::Closed, &c.runtime, den, metric), 2, 1.0)
+        };
+        let mut rps_text = fmt_spread(c.req_per_s, 0, 1.0);
+        if c.loader_bound {
+            rps_text.push_str(" loader-bound");
+        }
+        if c.contended {
+            rps_text.push_str(" contended");
+        }
+        table.row([
+            c.runtime.as_str(),
+            version,
+            &rps_text,
+            &fmt_spread(c.cpu_us_per_resp, 2, 1.0),
+            &fmt_median(c.p99_us, 3, 1e-3),
+            &fmt_median(c.rss_idle_kib, 1, 1.0 / 1024.0),
+            &fmt_median(c.rss_after_kib, 1, 1.0 / 1024.0),
+            &fmt_spread(c.startup_ms, 1, 1.0),
+            &ratio("rust", rps),
+            &ratio("rust", cpu),
+            &ratio("floor", rps),
+            &ratio("floor", cpu),
+            &format!("{}/{}", c.closed_valid, c.closed_total),
+        ]);
     }
-    if any_contended {
-        out.push_str(
-            "\ncontended: in most runs 10% or more of the server cores went to other processes (or steal); req/s \
-             and latency are unreliable, CPU-µs/resp less so. Rerun on a quiet machine.\n",
-        );
+    table.finish()
+}
+
+/// The open-loop table (latency tails at one fixed rate), when the workload has open-loop runs.
+fn open_table(out: &mut String, summary: &[CellSummary]) {
+    let open: Vec<(&CellSummary, &OpenSummary)> =
+        summary.iter().filter_map(|c| c.open.as_ref().map(|o| (c, o))).collect();
+    let Some(rate) = open.iter().find_map(|(_, o)| o.rate) else { return };
+    let _ = writeln!(out, "\nOpen loop at {} req/s (latency from each request's intended send time):\n", num(rate, 0));
+    let mut table = Table::new(["runtime", "achieved req/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "valid runs"]);
+    for (c, o) in &open {
+        table.row([
+            c.runtime.as_str(),
+            &fmt_median(o.achieved, 0, 1.0),
+            &fmt_median(o.p50_us, 3, 1e-3),
+            &fmt_spread(o.p99_us, 3, 1e-3),
+            &fmt_spread(o.p999_us, 3, 1e-3),
+            &fmt_median(o.max_us, 3, 1e-3),
+            &format!("{}/{}", o.valid, o.total),
+        ]);
     }
-    out
+    out.push_str(&table.finish());
 }
 
 /// The ladder's rungs that have records, in ladder order.
@@ -341,43 +359,35 @@ fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>) 
         let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let _ = writeln!(out, "![ladder]({name})\n");
     }
-    let mut head = String::from("| rung |");
-    let mut rule = String::from("|---|");
+    let mut head = vec!["rung".to_string()];
     for rt in &runtimes {
-        head.push_str(&format!(" {rt} req/s | {rt} CPU-µs/resp |"));
-        rule.push_str("---|---|");
+        head.extend([format!("{rt} req/s"), format!("{rt} CPU-µs/resp")]);
     }
     for rt in &others {
-        head.push_str(&format!(" rust ÷ {rt} req/s | {rt} ÷ rust CPU |"));
-        rule.push_str("---|---|");
+        head.extend([format!("rust ÷ {rt} req/s"), format!("{rt} ÷ rust CPU")]);
     }
-    let _ = writeln!(out, "{head}\n{rule}");
+    let mut table = Table::new(&head);
     for rung in &rungs {
         let summary = summarize(records, rung.name());
-        let mut row = format!("| {} |", step(*rung));
+        let mut row = vec![step(*rung)];
         for rt in &runtimes {
             match summary.iter().find(|c| &c.runtime == rt) {
-                Some(c) if c.void_cell.is_some() => row.push_str(" VOID | |"),
+                Some(c) if c.void_cell.is_some() => row.extend(["VOID".to_string(), String::new()]),
                 Some(c) => {
                     let bound = if c.loader_bound { " loader-bound" } else { "" };
-                    row.push_str(&format!(
-                        " {}{bound} | {} |",
-                        fmt_median(c.req_per_s, 0, 1.0),
-                        fmt_median(c.cpu_us_per_resp, 2, 1.0)
-                    ));
+                    row.push(format!("{}{bound}", fmt_median(c.req_per_s, 0, 1.0)));
+                    row.push(fmt_median(c.cpu_us_per_resp, 2, 1.0));
                 }
-                None => row.push_str(" — | — |"),
+                None => row.extend(["—".to_string(), "—".to_string()]),
             }
         }
         for rt in &others {
-            row.push_str(&format!(
-                " {} | {} |",
-                fmt_median(per_round_ratio(records, rung.name(), Kind::Closed, "rust", rt, rps), 2, 1.0),
-                fmt_median(per_round_ratio(records, rung.name(), Kind::Closed, rt, "rust", cpu), 2, 1.0)
-            ));
+            row.push(fmt_median(per_round_ratio(records, rung.name(), Kind::Closed, "rust", rt, rps), 2, 1.0));
+            row.push(fmt_median(per_round_ratio(records, rung.name(), Kind::Closed, rt, "rust", cpu), 2, 1.0));
         }
-        let _ = writeln!(out, "{row}");
+        table.row(&row);
     }
+    out.push_str(&table.finish());
 }
 
 /// Throughput per runtime across the ladder's rungs, for its line chart.

@@ -16,10 +16,11 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use crate::format::{num, table_cell};
+use crate::format::num;
 use crate::records::{Kind, Record, ordered};
 use crate::report::charts::{self, Series};
 use crate::stats::median;
+use crate::table::Table;
 
 /// Growth below this over the kept span is noise whatever the RSS (page-granular accounting, thread stacks).
 pub const GROWTH_FLOOR_KIB: f64 = 2048.0;
@@ -273,42 +274,7 @@ pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
             let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let _ = writeln!(out, "![{w} RSS over time]({})\n![{w} p99 over time]({})\n", name(&rss), name(&p99));
         }
-        let _ = writeln!(
-            out,
-            "| runtime | verdict | RSS slope MiB/h | RSS idle → first → last (max) MiB | p99 first → last (max) ms \
-             | achieved req/s | CPU-µs/resp | server cores busy % | loader cores busy % | samples (void) \
-             | responses | errors |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|"
-        );
-        for c in &cells {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} → {} → {} ({}) | {} → {} ({}) | {} | {} | {} | {} | {} ({}) | {} | {} |",
-                c.runtime,
-                c.trend.verdict.as_str(),
-                num(c.trend.slope_kib_per_h / 1024.0, 2),
-                mib(c.rss_idle_kib),
-                mib(c.rss_first_kib),
-                mib(c.rss_last_kib),
-                mib(c.rss_max_kib),
-                ms(c.p99_first_us),
-                ms(c.p99_last_us),
-                ms(c.p99_max_us),
-                c.achieved_req_per_s.map_or("—".into(), |v| num(v, 0)),
-                c.cpu_us_per_resp.map_or("—".into(), |v| num(v, 2)),
-                c.busy_pct.map_or("—".into(), |v| num(v, 0)),
-                c.loader_busy_pct.map_or("—".into(), |v| num(v, 0)),
-                c.samples,
-                c.void_samples,
-                num(c.responses as f64, 0),
-                num(c.errors as f64, 0),
-            );
-        }
-        let checked_void = records.iter().filter(|r| r.kind == Kind::Check && r.workload == w && r.void);
-        for r in checked_void.filter(|r| !cells.iter().any(|c| c.runtime == r.runtime)) {
-            let reason = r.void_reason.as_deref().unwrap_or("no reason recorded");
-            let _ = writeln!(out, "| {} | VOID (check): {} | | | | | | | | | | |", r.runtime, table_cell(reason));
-        }
+        out.push_str(&table(records, &w, &cells));
         for c in cells.iter().filter(|c| c.behind_windows > 0) {
             let _ = writeln!(
                 out,
@@ -328,6 +294,54 @@ pub fn section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
                 writeln!(out, "\n{} {}: first void sample: {}", w, c.runtime, c.first_void.as_deref().unwrap_or(""));
         }
     }
+}
+
+/// One workload's soak table: a row per soaked runtime, then one per runtime whose check voided it.
+fn table(records: &[Record], w: &str, cells: &[SoakCell]) -> String {
+    let mut table = Table::new([
+        "runtime",
+        "verdict",
+        "RSS slope MiB/h",
+        "RSS idle → first → last (max) MiB",
+        "p99 first → last (max) ms",
+        "achieved req/s",
+        "CPU-µs/resp",
+        "server cores busy %",
+        "loader cores busy %",
+        "samples (void)",
+        "responses",
+        "errors",
+    ]);
+    for c in cells {
+        table.row([
+            c.runtime.clone(),
+            c.trend.verdict.as_str().to_string(),
+            num(c.trend.slope_kib_per_h / 1024.0, 2),
+            format!(
+                "{} → {} → {} ({})",
+                mib(c.rss_idle_kib),
+                mib(c.rss_first_kib),
+                mib(c.rss_last_kib),
+                mib(c.rss_max_kib)
+            ),
+            format!("{} → {} ({})", ms(c.p99_first_us), ms(c.p99_last_us), ms(c.p99_max_us)),
+            c.achieved_req_per_s.map_or("—".into(), |v| num(v, 0)),
+            c.cpu_us_per_resp.map_or("—".into(), |v| num(v, 2)),
+            c.busy_pct.map_or("—".into(), |v| num(v, 0)),
+            c.loader_busy_pct.map_or("—".into(), |v| num(v, 0)),
+            format!("{} ({})", c.samples, c.void_samples),
+            num(c.responses as f64, 0),
+            num(c.errors as f64, 0),
+        ]);
+    }
+    let checked_void = records.iter().filter(|r| r.kind == Kind::Check && r.workload == w && r.void);
+    for r in checked_void.filter(|r| !cells.iter().any(|c| c.runtime == r.runtime)) {
+        let reason = r.void_reason.as_deref().unwrap_or("no reason recorded");
+        let mut row = vec![r.runtime.clone(), format!("VOID (check): {reason}")];
+        row.resize(12, String::new());
+        table.row(&row);
+    }
+    table.finish()
 }
 
 /// RSS (MiB) and p99 (ms) over time (minutes, or seconds for soaks under five minutes), one line per runtime.

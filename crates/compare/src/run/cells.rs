@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+use crate::plan::load_spec::LoadSpec;
+use crate::plan::probe::{self, Outcome, Probe};
 use crate::plan::server_spec::ServerSpec;
-use crate::plan::workloads::{self, LoadSpec, Outcome, Probe};
 use crate::records::{CapacityFound, Kind, LatencyUs, Record};
 use crate::run::bench::{Bench, LOADER_BOUND_PCT};
 use crate::run::deps::Database;
@@ -79,7 +80,7 @@ pub fn check(bench: &Bench, input: &CheckInput<'_>, rec: &mut Record) -> Vec<Out
         .zip(&answers)
         .filter_map(|(p, a)| {
             let want = Ok(p.contract.clone()?);
-            workloads::difference(p, a, &want, content_type_essence).map(|how| line(p, &how))
+            probe::difference(p, a, &want, content_type_essence).map(|how| line(p, &how))
         })
         .collect();
     if let Some(first) = contract.first() {
@@ -97,9 +98,7 @@ pub fn check(bench: &Bench, input: &CheckInput<'_>, rec: &mut Record) -> Vec<Out
         let diffs: Vec<String> = pairs
             .iter()
             .zip(&answers)
-            .filter_map(|((p, want), got)| {
-                workloads::difference(p, got, want, content_type_essence).map(|h| line(p, &h))
-            })
+            .filter_map(|((p, want), got)| probe::difference(p, got, want, content_type_essence).map(|h| line(p, &h)))
             .collect();
         if let Some(first) = diffs.first() {
             rec.void_because(format!(

@@ -4,8 +4,9 @@
 
 use anyhow::Context;
 
+use crate::plan::probe::Outcome;
 use crate::plan::runtimes::Runtime;
-use crate::plan::workloads::{Outcome, Workload};
+use crate::plan::workloads::Workload;
 use crate::records::Kind;
 use crate::run::cells::{self, Reference};
 use crate::run::deps;

@@ -13,7 +13,7 @@ use loadgen::capacity::Capacity;
 use loadgen::report::Report;
 use serde::de::DeserializeOwned;
 
-use crate::plan::workloads::LoadSpec;
+use crate::plan::load_spec::LoadSpec;
 use crate::run::bench::Bench;
 use crate::settings::CapacitySearch;
 use crate::system::process::Spawned;

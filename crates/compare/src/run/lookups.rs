@@ -13,8 +13,9 @@ use anyhow::Context;
 use serde::Deserialize;
 
 use crate::format::num;
+use crate::plan::dataset::MetadataData;
 use crate::plan::runtimes::{Paths, Runtime};
-use crate::plan::workloads::{MetadataData, Service};
+use crate::plan::workloads::Service;
 use crate::records::{LookupRun, Record};
 use crate::run::bench::Bench;
 use crate::run::recorder::Recorder;

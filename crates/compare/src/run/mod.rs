@@ -25,8 +25,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
+use crate::plan::dataset::MetadataData;
 use crate::plan::runtimes::{self, Runtime};
-use crate::plan::workloads::{MetadataData, Plan, PlanInputs, Service, Workload};
+use crate::plan::workload_plan::{Plan, PlanInputs};
+use crate::plan::workloads::{Service, Workload};
 use crate::records::{self, Record, RunMeta, Sink};
 use crate::report;
 use crate::run::bench::Bench;
@@ -54,6 +56,8 @@ pub struct Finished {
     pub problems: Vec<String>,
 }
 
+/// The comparison, start to finish: prerequisites, the record file, dependencies and data, every workload,
+/// then the report.
 pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     let own_pg = cfg.database_url.is_none();
     let own_redis = cfg.redis_url.is_none();
@@ -61,21 +65,9 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     if !missing.is_empty() {
         bail!("missing prerequisites:\n  - {}", missing.join("\n  - "));
     }
-    let machine = records::machine_info();
-    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-    let run_id = format!("{stamp}-{}", machine.hostname);
-    let jsonl = cfg.out_dir.join(format!("{run_id}.jsonl"));
+    let meta = run_meta(cfg);
+    let jsonl = cfg.out_dir.join(format!("{}.jsonl", meta.run_id));
     let md = jsonl.with_extension("md");
-    let meta = RunMeta {
-        run_id,
-        command: cfg.command.clone(),
-        machine,
-        layout: records::Layout {
-            server_cores: cfg.server_cores.clone(),
-            loader_cores: cfg.loader_cores.clone(),
-            db_cores: cfg.db_cores.clone(),
-        },
-    };
     let sink = Sink::create(&jsonl)?;
     eprintln!("compare: recording to {}", jsonl.display());
 
@@ -93,25 +85,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
         logdir,
         loadgen_engine: None,
     };
-
     // Stopped when this function returns, however it returns (Deps' drop).
-    let needs_pg = |w: &Workload| w.queries_postgres();
-    let needs_redis = |w: &Workload| cfg.runtimes.iter().any(|r| r.serves(*w) && runtimes::uses_redis(*r, *w));
-    let deps = if cfg.workloads.iter().any(|w| needs_pg(w) || needs_redis(w)) {
-        let d = Deps::start(&DepsOptions {
-            cores: cfg.db_cores.clone(),
-            database_url: cfg.database_url.clone(),
-            redis_url: cfg.redis_url.clone(),
-        })?;
-        eprintln!("compare: {}", d.describe());
-        if cfg.workloads.iter().any(|w| w.service() == Service::Ladder) {
-            d.reset_database(LADDER_DB)?;
-            seed_ladder(&cfg.paths, &d.database_url(LADDER_DB)?)?;
-        }
-        Some(d)
-    } else {
-        None
-    };
+    let deps = start_deps(cfg)?;
     let metadata = if cfg.workloads.iter().any(|w| w.needs_metadata_dataset()) {
         eprintln!("compare: generating the metadata dataset ({} rows)", cfg.rows);
         let (db, ids) = seeds::metadata_dataset(&work.path().join("data"), cfg.rows)?;
@@ -128,7 +103,6 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
 
     let (steps, seconds) = estimate::total(cfg);
     let mut recorder = Recorder::new(sink, Progress::new(steps, seconds));
-
     // `--soak`: every workload checked in turn, then all of them soaked at once.
     let mut soaking: Vec<(WorkloadRun<'_>, Vec<Runtime>)> = Vec::new();
     for w in &cfg.workloads {
@@ -143,18 +117,9 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
             plan.load.connections = c;
         }
         let versions = cfg.runtimes.iter().map(|&rt| (rt, runtimes::version(rt, w.service(), &cfg.paths))).collect();
-        let mut wr = WorkloadRun {
-            cfg,
-            meta: &meta,
-            bench: &bench,
-            deps: deps.as_ref(),
-            metadata: metadata.as_ref(),
-            site: site.as_ref(),
-            plan,
-            shared_db: None,
-            floor_body: None,
-            versions,
-        };
+        let (meta, bench, deps, metadata, site) = (&meta, &bench, deps.as_ref(), metadata.as_ref(), site.as_ref());
+        let mut wr =
+            WorkloadRun { cfg, meta, bench, deps, metadata, site, plan, shared_db: None, floor_body: None, versions };
         if cfg.soak.is_some() {
             let valid = checked(&mut wr, &mut recorder, work.path())?;
             soaking.push((wr, valid));
@@ -170,6 +135,43 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     let markdown = report::write_outputs(&records, &md)?;
     let problems = problems(&records);
     Ok(Finished { jsonl, md, markdown, records, problems })
+}
+
+/// What every record of this run carries: its id (UTC stamp and host), the command, the machine, the layout.
+fn run_meta(cfg: &Config) -> RunMeta {
+    let machine = records::machine_info();
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+    RunMeta {
+        run_id: format!("{stamp}-{}", machine.hostname),
+        command: cfg.command.clone(),
+        machine,
+        layout: records::Layout {
+            server_cores: cfg.server_cores.clone(),
+            loader_cores: cfg.loader_cores.clone(),
+            db_cores: cfg.db_cores.clone(),
+        },
+    }
+}
+
+/// PostgreSQL and Redis, when any workload's servers use them (started, or the ones given by URL), with the
+/// ladder's table seeded.
+fn start_deps(cfg: &Config) -> anyhow::Result<Option<Deps>> {
+    let needs_pg = |w: &Workload| w.queries_postgres();
+    let needs_redis = |w: &Workload| cfg.runtimes.iter().any(|r| r.serves(*w) && runtimes::uses_redis(*r, *w));
+    if !cfg.workloads.iter().any(|w| needs_pg(w) || needs_redis(w)) {
+        return Ok(None);
+    }
+    let d = Deps::start(&DepsOptions {
+        cores: cfg.db_cores.clone(),
+        database_url: cfg.database_url.clone(),
+        redis_url: cfg.redis_url.clone(),
+    })?;
+    eprintln!("compare: {}", d.describe());
+    if cfg.workloads.iter().any(|w| w.service() == Service::Ladder) {
+        d.reset_database(LADDER_DB)?;
+        seed_ladder(&cfg.paths, &d.database_url(LADDER_DB)?)?;
+    }
+    Ok(Some(d))
 }
 
 /// `compare` without a subcommand, from resolved settings to exit code: 1 an error, 2 a cell without a valid

@@ -6,10 +6,12 @@ use std::collections::HashMap;
 
 use anyhow::Context;
 
+use crate::plan::dataset::MetadataData;
 use crate::plan::runtimes::{self, Runtime, ServerEnv};
 use crate::plan::server_spec::ServerSpec;
 use crate::plan::site::Site;
-use crate::plan::workloads::{MetadataData, Plan, Service, Workload};
+use crate::plan::workload_plan::Plan;
+use crate::plan::workloads::{Service, Workload};
 use crate::records::{Kind, Record, RunMeta};
 use crate::run::bench::Bench;
 use crate::run::cells::RunInput;

@@ -1,0 +1,93 @@
+//! How loadgen loads a workload: the request source and the per-response assertions, as loadgen's arguments.
+
+use std::path::PathBuf;
+
+/// How loadgen loads a workload: the request source and the per-response assertions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadSpec {
+    pub method: String,
+    /// The URL's path, or with `vars` a `{var}` template.
+    pub path: String,
+    pub vars: Vec<String>,
+    pub body_file: Option<PathBuf>,
+    pub headers: Vec<String>,
+    pub connections: u32,
+    /// Statuses every response must have (`--expect-status`): 200, plus `also_ok`.
+    pub expect_status: Vec<u16>,
+    pub expect_body_file: Option<PathBuf>,
+    pub expect_contains: Option<String>,
+    /// Headers every response must carry (`--expect-header`, `Name: value`).
+    pub expect_headers: Vec<String>,
+}
+
+impl LoadSpec {
+    pub fn get(path: &str, connections: u32) -> LoadSpec {
+        LoadSpec {
+            method: "GET".into(),
+            path: path.into(),
+            vars: Vec::new(),
+            body_file: None,
+            headers: Vec::new(),
+            connections,
+            expect_status: vec![200],
+            expect_body_file: None,
+            expect_contains: None,
+            expect_headers: Vec::new(),
+        }
+    }
+
+    /// loadgen's request-source and assertion arguments, ending with the URL.
+    pub fn loadgen_args(&self, port: u16) -> Vec<String> {
+        let mut a: Vec<String> = Vec::new();
+        let mut push = |xs: &[&str]| a.extend(xs.iter().map(|x| x.to_string()));
+        if self.method != "GET" {
+            push(&["-m", &self.method]);
+        }
+        let url = if self.vars.is_empty() {
+            format!("http://127.0.0.1:{port}{}", self.path)
+        } else {
+            push(&["--path", &self.path, "--pick", "random", "--seed", "1"]);
+            for v in &self.vars {
+                push(&["--var", v]);
+            }
+            format!("http://127.0.0.1:{port}/")
+        };
+        if let Some(f) = &self.body_file {
+            push(&["--body-file", &f.to_string_lossy()]);
+        }
+        for h in &self.headers {
+            push(&["-H", h]);
+        }
+        let statuses = self.expect_status.iter().map(u16::to_string).collect::<Vec<_>>().join(",");
+        push(&["--expect-status", &statuses]);
+        if let Some(f) = &self.expect_body_file {
+            push(&["--expect-body-file", &f.to_string_lossy()]);
+        }
+        if let Some(c) = &self.expect_contains {
+            push(&["--expect-contains", c]);
+        }
+        for h in &self.expect_headers {
+            push(&["--expect-header", h]);
+        }
+        push(&[&url]);
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loadgen_arguments() {
+        let mut spec = LoadSpec::get("/v1/metadata/{id}?region={region}", 128);
+        spec.vars = vec!["id=@ids.txt".into(), "region=ja,en".into()];
+        spec.expect_status.push(404);
+        let args = spec.loadgen_args(4000);
+        assert_eq!(args.last().map(String::as_str), Some("http://127.0.0.1:4000/"));
+        assert!(args.windows(2).any(|w| w[0] == "--expect-status" && w[1] == "200,404"));
+        assert!(args.windows(2).any(|w| w[0] == "--path" && w[1] == "/v1/metadata/{id}?region={region}"));
+        let hello = LoadSpec::get("/api/hello", 100).loadgen_args(1);
+        assert_eq!(hello, ["--expect-status", "200", "http://127.0.0.1:1/api/hello"]);
+    }
+}
