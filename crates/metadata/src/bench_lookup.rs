@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::db::{Database, DbOptions};
-use crate::gen_data::REGIONS;
+use metadata_dataset::REGIONS;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchLookupArgs {

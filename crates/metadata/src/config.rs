@@ -42,7 +42,7 @@ pub struct Config {
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Command {
     /// Write a deterministic dataset: the SQLite file and a list of ids to replay.
-    GenData(crate::gen_data::GenDataArgs),
+    GenData(metadata_dataset::GenDataArgs),
     /// Time the lookup-and-build step (SQLite read + JSON) without HTTP, like the peers' lookup-bench.mjs.
     BenchLookup(crate::bench_lookup::BenchLookupArgs),
 }

@@ -43,7 +43,7 @@ pub struct Dataset {
 impl Dataset {
     pub fn generate(rows: u64) -> Dataset {
         let dir = tempfile::tempdir().expect("temp dir");
-        let args = metadata::gen_data::GenDataArgs {
+        let args = metadata_dataset::GenDataArgs {
             db: dir.path().join("metadata.db"),
             ids: dir.path().join("sample_ids.txt"),
             rows,
@@ -52,7 +52,7 @@ impl Dataset {
             absent_percent: 0.0,
             force: false,
         };
-        metadata::gen_data::run(&args).expect("gen-data");
+        metadata_dataset::run(&args).expect("gen-data");
         let data = Dataset { dir };
         let conn = rusqlite::Connection::open(data.db()).expect("open read-write");
         // The generator's columns are NOT NULL; the contract also covers NULLs, so the table is rebuilt without.

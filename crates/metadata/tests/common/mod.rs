@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use metadata::config::{RedisSettings, Settings};
 use metadata::db::DbOptions;
-use metadata::gen_data::{GenDataArgs, Generated};
+use metadata_dataset::{GenDataArgs, Generated};
 use serde_json::{Value, json};
 #[allow(unused_imports)] // each test binary uses a different subset
 pub use testkit::http::{Response, get, request};
@@ -25,7 +25,7 @@ pub struct Dataset {
 impl Dataset {
     pub fn generate(rows: u64, samples: u64, seed: u64) -> Dataset {
         let dir = tempfile::tempdir().expect("temp dir");
-        let generated = metadata::gen_data::run(&gen_args(dir.path(), rows, samples, seed)).expect("gen-data");
+        let generated = metadata_dataset::run(&gen_args(dir.path(), rows, samples, seed)).expect("gen-data");
         Dataset { dir, generated }
     }
 

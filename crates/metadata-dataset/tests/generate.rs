@@ -1,13 +1,55 @@
 //! The dataset generator: deterministic, the promised shape, and careful with existing files.
 
-mod common;
-
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
-use common::{Dataset, gen_args};
+use metadata_dataset::{GenDataArgs, Generated};
 use serde_json::Value;
 
-fn digest(path: &std::path::Path) -> Vec<u8> {
+/// A generated dataset in its own temp dir.
+struct Dataset {
+    dir: tempfile::TempDir,
+    generated: Generated,
+}
+
+impl Dataset {
+    fn generate(rows: u64, samples: u64, seed: u64) -> Dataset {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let generated = metadata_dataset::run(&gen_args(dir.path(), rows, samples, seed)).expect("gen-data");
+        Dataset { dir, generated }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("metadata.db")
+    }
+
+    fn sample_ids(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("sample_ids.txt"))
+            .expect("sample ids")
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn open_rw(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(self.db()).expect("open read-write")
+    }
+}
+
+/// `gen-data`'s defaults except the file names, sizes and seed.
+fn gen_args(dir: &Path, rows: u64, samples: u64, seed: u64) -> GenDataArgs {
+    GenDataArgs {
+        db: dir.join("metadata.db"),
+        ids: dir.join("sample_ids.txt"),
+        rows,
+        seed,
+        samples,
+        absent_percent: 1.0,
+        force: false,
+    }
+}
+
+fn digest(path: &Path) -> Vec<u8> {
     std::fs::read(path).expect("read")
 }
 
@@ -78,13 +120,13 @@ fn rows_look_like_the_contract_says() {
 fn refuses_to_overwrite_without_force() {
     let dir = tempfile::tempdir().expect("dir");
     let args = gen_args(dir.path(), 10, 10, 1);
-    metadata::gen_data::run(&args).expect("first run");
-    let err = metadata::gen_data::run(&args).expect_err("second run without --force");
+    metadata_dataset::run(&args).expect("first run");
+    let err = metadata_dataset::run(&args).expect_err("second run without --force");
     assert!(err.to_string().contains("--force"), "{err}");
-    let forced = metadata::gen_data::GenDataArgs { force: true, rows: 20, ..args.clone() };
-    metadata::gen_data::run(&forced).expect("with --force");
+    let forced = metadata_dataset::GenDataArgs { force: true, rows: 20, ..args.clone() };
+    metadata_dataset::run(&forced).expect("with --force");
     let conn = rusqlite::Connection::open(&args.db).expect("open");
     assert_eq!(conn.query_row("SELECT count(*) FROM videos", [], |r| r.get::<_, i64>(0)).expect("count"), 20);
-    let bad = metadata::gen_data::GenDataArgs { absent_percent: 101.0, force: true, ..args };
-    assert!(metadata::gen_data::run(&bad).is_err(), "absent share over 100%");
+    let bad = metadata_dataset::GenDataArgs { absent_percent: 101.0, force: true, ..args };
+    assert!(metadata_dataset::run(&bad).is_err(), "absent share over 100%");
 }
