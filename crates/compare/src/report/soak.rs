@@ -420,6 +420,25 @@ mod tests {
     }
 
     #[test]
+    fn a_check_void_with_a_log_tail_stays_in_its_row() {
+        let meta = crate::records::RunMeta {
+            run_id: "r".into(),
+            command: vec!["compare".into()],
+            machine: crate::records::machine_info(),
+            layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+        };
+        let mut soaked = Record::new(&meta, "metadata", "rust", None, Kind::Soak, 1);
+        (soaked.rate, soaked.duration_s, soaked.requests) = (Some(300.0), Some(5.0), Some(1500));
+        let mut void = Record::new(&meta, "metadata", "node", None, Kind::Check, 0);
+        void.void_because("node exited before answering\n    | Error: listen EADDRINUSE\n    | at a|b");
+        let mut md = String::new();
+        section(&mut md, &[soaked, void], None);
+        let row = md.lines().find(|l| l.starts_with("| node |")).expect("the node row");
+        assert!(row.contains("VOID (check): node exited before answering     \\| Error"), "{row}");
+        assert_eq!(row.matches(" |").count(), 12, "twelve cells, the reason in one: {row}");
+    }
+
+    #[test]
     fn flat_with_noise_and_a_warm_up_is_flat() {
         // 30 MiB after a warm-up climb in the first 40 s, then ±0.5 MiB of noise for an hour.
         let s = series(720, 5.0, |t| if t < 40.0 { 10_000.0 + t * 500.0 } else { 30_720.0 + (t * 7.0).sin() * 512.0 });
