@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::cli::RunArgs;
+use crate::settings::ExpectSettings;
 
 #[derive(Debug, Default)]
 pub struct Assertions {
@@ -19,8 +19,9 @@ pub struct Assertions {
 }
 
 impl Assertions {
-    pub fn from_args(args: &RunArgs) -> Result<Assertions, String> {
-        let body = match (&args.expect_body, &args.expect_body_file) {
+    /// Parses what `expect` asks for and reads `--expect-body-file`. Errors are one line, for the user.
+    pub fn from_settings(expect: &ExpectSettings) -> Result<Assertions, String> {
+        let body = match (&expect.body, &expect.body_file) {
             (Some(_), Some(_)) => return Err("give --expect-body or --expect-body-file, not both".to_string()),
             (Some(b), None) => Some(b.clone().into_bytes()),
             (None, Some(path)) => Some(
@@ -28,14 +29,14 @@ impl Assertions {
             ),
             (None, None) => None,
         };
-        let sha256 = match &args.expect_sha256 {
+        let sha256 = match &expect.sha256 {
             Some(hex) => {
                 Some(parse_sha256(hex).ok_or_else(|| format!("--expect-sha256 {hex:?} is not 64 hex digits"))?)
             }
             None => None,
         };
         let mut headers = Vec::new();
-        for raw in &args.expect_header {
+        for raw in &expect.headers {
             let (name, value) = match raw.split_once(':') {
                 Some((n, v)) => (n.trim(), Some(v.trim().to_string())),
                 None => (raw.trim(), None),
@@ -45,17 +46,17 @@ impl Assertions {
             }
             headers.push((name.to_ascii_lowercase(), value));
         }
-        if let Some(status) = args.expect_status.iter().find(|s| !(100..=999).contains(*s)) {
+        if let Some(status) = expect.status.iter().find(|s| !(100..=999).contains(*s)) {
             return Err(format!("--expect-status {status} is not an HTTP status"));
         }
         Ok(Assertions {
-            statuses: args.expect_status.clone(),
+            statuses: expect.status.clone(),
             body,
-            contains: args.expect_contains.clone().map(String::into_bytes),
+            contains: expect.contains.clone().map(String::into_bytes),
             sha256,
-            length: args.expect_length,
+            length: expect.length,
             headers,
-            every: args.check_every.max(1),
+            every: expect.every.max(1),
         })
     }
 

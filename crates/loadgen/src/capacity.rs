@@ -18,9 +18,11 @@
 use std::io::Write;
 use std::time::Duration;
 
-use crate::cli::{Rate, RunArgs};
+use crate::rate::Rate;
+use crate::render;
 use crate::report::Report;
-use crate::{RunError, render};
+use crate::run::{RunError, run};
+use crate::settings::CapacitySettings;
 
 /// Bumped when a field changes meaning.
 pub const SCHEMA: &str = "loadgen-capacity/1";
@@ -28,32 +30,6 @@ pub const SCHEMA: &str = "loadgen-capacity/1";
 const ACHIEVED_SHARE: f64 = 0.95;
 /// No search runs more steps than this (doubling from 1 req/s to 2^30 and bisecting to 0.1% fit in it).
 const MAX_STEPS: usize = 64;
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct CapacityArgs {
-    /// The objective: the 99th percentile of latency (from the intended send time) must be at most this.
-    #[arg(long, value_parser = crate::cli::parse_duration)]
-    pub p99: Option<Duration>,
-    /// The 99.9th percentile must be at most this too (or alone, without --p99).
-    #[arg(long, value_parser = crate::cli::parse_duration)]
-    pub p999: Option<Duration>,
-    /// The first rate tried, requests per second.
-    #[arg(long, default_value_t = 1000.0)]
-    pub start: f64,
-    /// Stop the doubling here: the capacity is reported as at least this when it still passes.
-    #[arg(long, default_value_t = 10_000_000.0)]
-    pub max: f64,
-    /// Bisect until the highest pass and the lowest failure are within this many percent.
-    #[arg(long, default_value_t = 5.0)]
-    pub precision: f64,
-    /// Run a failed step again this many times at the same rate; it fails only if every attempt does.
-    #[arg(long, default_value_t = 1)]
-    pub retries: u32,
-    /// The request, connection, assertion and timing flags, as for a run: -d is each step's measured length
-    /// and --warmup its warmup (here 5s and 1s unless given), -c and -t apply to every step.
-    #[command(flatten)]
-    pub run: RunArgs,
-}
 
 /// What one step found.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -135,14 +111,14 @@ impl Capacity {
 }
 
 /// Judges one step's report against the objective.
-pub fn judge(report: &Report, rate: f64, args: &CapacityArgs) -> Step {
+pub fn judge(report: &Report, rate: f64, search: &CapacitySettings) -> Step {
     let open = report.open_loop.as_ref();
     let errors = report.errors.total();
     let mut why = Vec::new();
     if errors > 0 {
         why.push(format!("{errors} errors"));
     }
-    if report.non_2xx_3xx > 0 && args.run.expect_status.is_empty() {
+    if report.non_2xx_3xx > 0 && search.run.expect.status.is_empty() {
         why.push(format!("{} responses outside 2xx/3xx", report.non_2xx_3xx));
     }
     if report.req_per_s < rate * ACHIEVED_SHARE {
@@ -153,8 +129,8 @@ pub fn judge(report: &Report, rate: f64, args: &CapacityArgs) -> Step {
             .filter(|l| got > l.as_micros() as u64)
             .map(|l| format!("{name} {} over {}", render::micros(got as f64), render::micros(l.as_micros() as f64)))
     };
-    why.extend(over(report.latency.p99_us, args.p99, "p99"));
-    why.extend(over(report.latency.p99_9_us, args.p999, "p99.9"));
+    why.extend(over(report.latency.p99_us, search.p99, "p99"));
+    why.extend(over(report.latency.p99_9_us, search.p999, "p99.9"));
     let loader_busy_pct = report.cpu.threads.iter().map(|t| t.busy_pct).fold(0.0, f64::max);
     let verdict = match (why.is_empty(), report.cpu.saturated) {
         (true, _) => "pass",
@@ -183,7 +159,7 @@ pub fn judge(report: &Report, rate: f64, args: &CapacityArgs) -> Step {
 }
 
 /// Where the search goes next: the rate of the next step, or None when it is done.
-pub fn next_rate(steps: &[Step], args: &CapacityArgs) -> Option<f64> {
+pub fn next_rate(steps: &[Step], search: &CapacitySettings) -> Option<f64> {
     let last = steps.last()?;
     if last.verdict == "loader-bound" || steps.len() >= MAX_STEPS {
         return None;
@@ -191,11 +167,11 @@ pub fn next_rate(steps: &[Step], args: &CapacityArgs) -> Option<f64> {
     let (best_pass, lowest_fail) = bracket(steps);
     match (best_pass, lowest_fail) {
         // Still climbing: double, up to --max.
-        (Some(pass), None) => (pass < args.max).then(|| (pass * 2.0).min(args.max)),
+        (Some(pass), None) => (pass < search.max).then(|| (pass * 2.0).min(search.max)),
         // Nothing passed yet: halve, down to 1 req/s.
         (None, Some(fail)) => (fail > 1.0).then(|| (fail / 2.0).max(1.0)),
         (Some(pass), Some(fail)) if fail <= pass => None, // a lower failure after a higher pass: noise; stop
-        (Some(pass), Some(fail)) => ((fail - pass) / pass * 100.0 > args.precision).then(|| (pass + fail) / 2.0),
+        (Some(pass), Some(fail)) => ((fail - pass) / pass * 100.0 > search.precision).then(|| (pass + fail) / 2.0),
         (None, None) => None,
     }
 }
@@ -209,68 +185,54 @@ fn bracket(steps: &[Step]) -> (Option<f64>, Option<f64>) {
 }
 
 /// Runs the search, printing one line per step to `out`, and returns the result.
-pub fn search(args: &CapacityArgs, command: Vec<String>, out: &mut dyn Write) -> Result<Capacity, RunError> {
-    check(args)?;
+pub fn search(search: &CapacitySettings, command: Vec<String>, out: &mut dyn Write) -> Result<Capacity, RunError> {
     let mut steps: Vec<Step> = Vec::new();
-    let mut rate = args.start;
-    // What the runs were (the same for every step): target, engine, threads, connections.
+    let mut rate = search.start;
+    // Every step runs the same shape (target, engine, threads, connections); the last says what it was.
     let mut shape;
     let mut attempts = 0;
     loop {
-        let mut run = args.run.clone();
-        run.rate = Some(Rate::steady(rate));
-        run.ramp = None;
-        run.json = None;
-        run.jsonl = None;
-        let report = crate::run(&run, command.clone())?;
+        let mut run_settings = search.run.clone();
+        run_settings.rate = Some(Rate::steady(rate));
+        run_settings.ramp = None;
+        run_settings.output.json = None;
+        run_settings.output.jsonl = None;
+        let report = run(&run_settings, command.clone())?;
         let config = &report.config;
         shape = (report.target.clone(), config.engine.clone(), config.threads, config.connections);
-        let mut step = judge(&report, rate, args);
+        let mut step = judge(&report, rate, search);
         attempts += 1;
-        step.retried = step.verdict == "fail" && attempts <= args.retries && steps.len() + 1 < MAX_STEPS;
-        let why = if step.why.is_empty() { String::new() } else { format!(" ({})", step.why) };
-        let again = if step.retried { "; trying this rate again" } else { "" };
-        let _ = writeln!(
-            out,
-            "step {:>2}: {:>10.0} req/s asked, {:>10.0} achieved, p50 {}, p99 {}, p99.9 {}, {} errors: {}{why}{again}",
-            steps.len() + 1,
-            rate,
-            step.achieved_rps,
-            render::micros(step.p50_us as f64),
-            render::micros(step.p99_us as f64),
-            render::micros(step.p99_9_us as f64),
-            step.errors,
-            step.verdict,
-        );
+        step.retried = step.verdict == "fail" && attempts <= search.retries && steps.len() + 1 < MAX_STEPS;
+        let _ = writeln!(out, "{}", step_line(steps.len() + 1, &step));
         let again = step.retried;
         steps.push(step);
         if again {
             continue; // the same rate once more
         }
         attempts = 0;
-        match next_rate(&steps, args) {
+        match next_rate(&steps, search) {
             Some(next) => rate = next,
             None => break,
         }
     }
     let (best_pass, _) = bracket(&steps);
     let loader_bound = steps.last().is_some_and(|s| s.verdict == "loader-bound");
-    let reached_max = !loader_bound && best_pass.is_some_and(|p| p >= args.max);
+    let reached_max = !loader_bound && best_pass.is_some_and(|p| p >= search.max);
     let (target, engine, threads, connections) = shape;
     Ok(Capacity {
         schema: SCHEMA.to_string(),
         loadgen_version: env!("CARGO_PKG_VERSION").to_string(),
         command,
         target,
-        p99_us: args.p99.map(|d| d.as_micros() as u64),
-        p99_9_us: args.p999.map(|d| d.as_micros() as u64),
-        step_s: args.run.duration.as_secs_f64(),
-        warmup_s: args.run.warmup.as_secs_f64(),
+        p99_us: search.p99.map(|d| d.as_micros() as u64),
+        p99_9_us: search.p999.map(|d| d.as_micros() as u64),
+        step_s: search.run.duration.as_secs_f64(),
+        warmup_s: search.run.warmup.as_secs_f64(),
         connections,
         threads,
         engine,
-        precision_pct: args.precision,
-        retries: args.retries,
+        precision_pct: search.precision,
+        retries: search.retries,
         capacity_rps: best_pass,
         loader_bound,
         reached_max,
@@ -278,30 +240,21 @@ pub fn search(args: &CapacityArgs, command: Vec<String>, out: &mut dyn Write) ->
     })
 }
 
-fn check(args: &CapacityArgs) -> Result<(), RunError> {
-    let bad = |why: &str| Err(RunError::Input(why.to_string()));
-    if args.p99.is_none() && args.p999.is_none() {
-        return bad("capacity needs an objective: --p99 DURATION and/or --p999 DURATION");
-    }
-    if args.run.rate.is_some() || args.run.ramp.is_some() {
-        return bad("capacity chooses the rates itself: leave out -R and --ramp");
-    }
-    if args.run.jsonl.is_some() {
-        return bad("capacity writes no per-second lines: leave out --jsonl (--json carries every step)");
-    }
-    if !(args.start.is_finite() && args.start >= 1.0) {
-        return bad("--start must be at least 1 request per second");
-    }
-    if !(args.max.is_finite() && args.max >= args.start) {
-        return bad("--max must be at least --start");
-    }
-    if !(args.precision.is_finite() && args.precision > 0.0 && args.precision < 100.0) {
-        return bad("--precision is a percentage between 0 and 100");
-    }
-    if args.run.duration.is_zero() {
-        return bad("-d (each step's length) must be more than zero");
-    }
-    Ok(())
+/// `step  3:       4000 req/s asked, …: fail (why); trying this rate again`.
+fn step_line(number: usize, step: &Step) -> String {
+    let why = if step.why.is_empty() { String::new() } else { format!(" ({})", step.why) };
+    let again = if step.retried { "; trying this rate again" } else { "" };
+    format!(
+        "step {:>2}: {:>10.0} req/s asked, {:>10.0} achieved, p50 {}, p99 {}, p99.9 {}, {} errors: {}{why}{again}",
+        number,
+        step.rate,
+        step.achieved_rps,
+        render::micros(step.p50_us as f64),
+        render::micros(step.p99_us as f64),
+        render::micros(step.p99_9_us as f64),
+        step.errors,
+        step.verdict,
+    )
 }
 
 #[cfg(test)]
@@ -309,14 +262,12 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn args(extra: &[&str]) -> CapacityArgs {
-        #[derive(Parser)]
-        struct Wrap {
-            #[command(flatten)]
-            capacity: CapacityArgs,
+    fn args(extra: &[&str]) -> CapacitySettings {
+        let argv = ["loadgen", "capacity", "--p99", "10ms", "http://127.0.0.1:1/"].iter().chain(extra);
+        match crate::cli::parse_from(argv).unwrap_or_else(|e| panic!("{e}")).command {
+            Some(crate::cli::Command::Capacity(args)) => args.settings().unwrap_or_else(|e| panic!("{e}")),
+            other => panic!("not a capacity search: {other:?}"),
         }
-        let argv = ["capacity", "--p99", "10ms", "http://127.0.0.1:1/"].iter().chain(extra);
-        Wrap::try_parse_from(argv).unwrap_or_else(|e| panic!("{e}")).capacity
     }
 
     fn step(rate: f64, verdict: &str) -> Step {
@@ -380,7 +331,8 @@ mod tests {
     /// `busy_pct` busy, `errors` timeouts.
     fn step_report(rate: f64, responses: u64, p99_us: u64, busy_pct: u64, errors: u64) -> Report {
         let command = ["loadgen", "-c", "8", "-d", "1s", "-R", &rate.to_string(), "http://127.0.0.1:1/"];
-        let args = crate::cli::Cli::try_parse_from(command).unwrap_or_else(|e| panic!("{e}")).run;
+        let cli = crate::cli::Cli::try_parse_from(command).unwrap_or_else(|e| panic!("{e}"));
+        let settings = cli.run.settings().unwrap_or_else(|e| panic!("{e}"));
         let mut w = crate::stats::WorkerStats::new(true);
         w.responses = responses;
         for i in 0..responses {
@@ -395,7 +347,7 @@ mod tests {
         w.cpu_user_us = busy_pct * 10_000;
         w.scheduled = rate as u64;
         let meta = crate::report::RunMeta {
-            config: crate::report::RunConfig::new(&args, 1, "url".into(), None, "epoll"),
+            config: crate::report::RunConfig::new(&settings, 1, "url".into(), "epoll"),
             command: Vec::new(),
             target: "http://127.0.0.1:1/".into(),
             started_unix_ms: 0,

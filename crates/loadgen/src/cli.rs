@@ -1,9 +1,22 @@
-//! Command line: wrk-compatible basics (`-t -c -d -H --timeout --latency`, URL positional) and the rest.
+//! The command line: wrk-compatible basics (`-t -c -d -H --timeout --latency`, URL positional) and the rest,
+//! parsed by clap into [`RunArgs`] and [`CapacityArgs`], then turned into plain settings
+//! ([`RunSettings`], [`CapacitySettings`]) with the flags that must fit together checked. Only this module
+//! and the binary know about clap: the rest of loadgen reads the settings.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::PossibleValue;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+
+// Where these lived before the settings moved out of this module; callers may still name them here.
+pub use crate::rate::{Rate, Schedule};
+use crate::settings::{
+    CapacitySettings, ExpectSettings, OutputSettings, RequestLogSettings, RequestSettings, RunSettings,
+};
+pub use crate::settings::{EngineChoice, Pick};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -46,7 +59,7 @@ pub enum Command {
     },
     /// Find the highest open-loop rate at which a latency objective holds (e.g. `--p99 10ms`): steps that
     /// double the rate, then bisect, each with its own warmup. `--json FILE` writes every step.
-    Capacity(Box<crate::capacity::CapacityArgs>),
+    Capacity(Box<CapacityArgs>),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -166,53 +179,238 @@ pub struct RunArgs {
     pub log_max: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Schedule {
-    Uniform,
-    Poisson,
-}
-
-/// An open-loop rate in requests per second: steady (`start == end`) or a ramp from `start` to `end`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Rate {
+#[derive(Debug, Clone, Args)]
+pub struct CapacityArgs {
+    /// The objective: the 99th percentile of latency (from the intended send time) must be at most this.
+    #[arg(long, value_parser = parse_duration)]
+    pub p99: Option<Duration>,
+    /// The 99.9th percentile must be at most this too (or alone, without --p99).
+    #[arg(long, value_parser = parse_duration)]
+    pub p999: Option<Duration>,
+    /// The first rate tried, requests per second.
+    #[arg(long, default_value_t = 1000.0)]
     pub start: f64,
-    pub end: f64,
+    /// Stop the doubling here: the capacity is reported as at least this when it still passes.
+    #[arg(long, default_value_t = 10_000_000.0)]
+    pub max: f64,
+    /// Bisect until the highest pass and the lowest failure are within this many percent.
+    #[arg(long, default_value_t = 5.0)]
+    pub precision: f64,
+    /// Run a failed step again this many times at the same rate; it fails only if every attempt does.
+    #[arg(long, default_value_t = 1)]
+    pub retries: u32,
+    /// The request, connection, assertion and timing flags, as for a run: -d is each step's measured length
+    /// and --warmup its warmup (here 5s and 1s unless given), -c and -t apply to every step.
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
-impl Rate {
-    pub fn steady(rate: f64) -> Rate {
-        Rate { start: rate, end: rate }
+/// A capacity step's length and warmup when not given: a run's 10 s after none would make a search of a
+/// dozen steps take minutes.
+const CAPACITY_STEP: Duration = Duration::from_secs(5);
+const CAPACITY_WARMUP: Duration = Duration::from_secs(1);
+
+/// Parses the process's command line (see [`parse_from`]).
+pub fn from_command_line() -> Result<Cli, clap::Error> {
+    parse_from(std::env::args_os())
+}
+
+/// Parses a command line, program name first. Unlike `Cli::try_parse_from`, `capacity` gets its own
+/// defaults for -d and --warmup: clap has one default per flag and the run's flags are shared, so they are
+/// set here, where clap says whether the user gave a value.
+pub fn parse_from<I, T>(argv: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let matches = Cli::command().try_get_matches_from(argv)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if let (Some(Command::Capacity(args)), Some(given)) = (&mut cli.command, matches.subcommand_matches("capacity")) {
+        if defaulted(given, "duration") {
+            args.run.duration = CAPACITY_STEP;
+        }
+        if defaulted(given, "warmup") {
+            args.run.warmup = CAPACITY_WARMUP;
+        }
+    }
+    Ok(cli)
+}
+
+fn defaulted(matches: &ArgMatches, id: &str) -> bool {
+    matches.value_source(id) == Some(ValueSource::DefaultValue)
+}
+
+/// clap's error as the one line loadgen prints for bad input (without clap's `error: ` and usage).
+pub fn error_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut line = lines.next().unwrap_or("invalid arguments").trim_start_matches("error: ").to_string();
+    // "the following required arguments were not provided:" names them on the next line.
+    if line.ends_with(':')
+        && let Some(next) = lines.next()
+    {
+        line = format!("{line} {next}");
+    }
+    line
+}
+
+impl RunArgs {
+    /// The run these flags ask for: the URL resolved, the CPU list parsed, the rate checked against --ramp
+    /// and -d. Errors are one line, for the user.
+    pub fn settings(&self) -> Result<RunSettings, String> {
+        let url = self.url.as_deref().ok_or("a URL is required")?;
+        let target = crate::target::parse(url)?;
+        let pins = self.pin.as_deref().map(parse_cpus).transpose()?;
+        self.check_rate()?;
+        Ok(RunSettings {
+            target,
+            threads: self.threads as usize,
+            connections: self.connections as usize,
+            duration: self.duration,
+            warmup: self.warmup,
+            timeout: self.timeout,
+            pipeline: self.pipeline as usize,
+            pins,
+            engine: self.engine,
+            rate: self.rate,
+            ramp: self.ramp,
+            schedule: self.schedule,
+            seed: self.seed,
+            requests: RequestSettings {
+                method: self.method.clone(),
+                headers: self.headers.clone(),
+                body_file: self.body_file.clone(),
+                path: self.path.clone(),
+                vars: self.vars.clone(),
+                pick: self.pick,
+                replay: self.replay.clone(),
+            },
+            expect: ExpectSettings {
+                status: self.expect_status.clone(),
+                body: self.expect_body.clone(),
+                body_file: self.expect_body_file.clone(),
+                contains: self.expect_contains.clone(),
+                sha256: self.expect_sha256.clone(),
+                length: self.expect_length,
+                headers: self.expect_header.clone(),
+                every: self.check_every,
+            },
+            output: OutputSettings {
+                json: self.json.clone(),
+                jsonl: self.jsonl.clone(),
+                latency: self.latency,
+                progress: !self.no_progress,
+                request_log: self.log_requests.clone().map(|path| RequestLogSettings {
+                    path,
+                    every: self.log_every,
+                    max: self.log_max,
+                }),
+            },
+            allow_failures: self.allow_failures,
+        })
     }
 
-    pub fn is_ramp(&self) -> bool {
-        self.start != self.end
-    }
-
-    /// The rate `elapsed` into the measured window of a ramp taking `ramp` (before the window: `start`).
-    pub fn at(&self, elapsed: f64, ramp: Option<Duration>) -> f64 {
-        match ramp {
-            Some(ramp) if !ramp.is_zero() => {
-                let done = (elapsed / ramp.as_secs_f64()).clamp(0.0, 1.0);
-                self.start + (self.end - self.start) * done
+    /// The open-loop rate makes sense: positive, and a ramp (`-R START:END`) comes with a `--ramp` that fits
+    /// in the measured window, and only then.
+    fn check_rate(&self) -> Result<(), String> {
+        let Some(rate) = self.rate else { return Ok(()) };
+        let positive = |r: f64| r.is_finite() && r > 0.0;
+        if !(positive(rate.start) && positive(rate.end)) {
+            return Err("--rate must be a positive number of requests per second".into());
+        }
+        match (rate.is_ramp(), self.ramp) {
+            (true, None) => {
+                Err(format!("-R {}:{} is a ramp: say how long it takes with --ramp DURATION", rate.start, rate.end))
             }
-            _ => self.end,
+            (false, Some(_)) => Err("--ramp needs a ramp: -R START:END".into()),
+            (true, Some(ramp)) if ramp > self.duration => {
+                Err(format!("--ramp {ramp:?} is longer than the measured window (-d {:?})", self.duration))
+            }
+            _ => Ok(()),
         }
     }
+}
 
-    /// The mean rate over a window of `window` seconds that starts with the ramp.
-    pub fn mean(&self, window: f64, ramp: Option<Duration>) -> f64 {
-        let ramp = ramp.map_or(0.0, |r| r.as_secs_f64()).min(window);
-        if window <= 0.0 {
-            return self.end;
-        }
-        ((self.start + self.end) / 2.0 * ramp + self.end * (window - ramp)) / window
+impl CapacityArgs {
+    /// The search these flags ask for. The search's own flags are checked first, then the run's as for a
+    /// run. Errors are one line, for the user.
+    pub fn settings(&self) -> Result<CapacitySettings, String> {
+        self.check()?;
+        Ok(CapacitySettings {
+            p99: self.p99,
+            p999: self.p999,
+            start: self.start,
+            max: self.max,
+            precision: self.precision,
+            retries: self.retries,
+            run: self.run.settings()?,
+        })
     }
 
-    /// Each of `threads` workers' share.
-    pub fn split(&self, threads: usize) -> Rate {
-        let n = threads.max(1) as f64;
-        Rate { start: self.start / n, end: self.end / n }
+    fn check(&self) -> Result<(), String> {
+        let bad = |why: &str| Err(why.to_string());
+        if self.p99.is_none() && self.p999.is_none() {
+            return bad("capacity needs an objective: --p99 DURATION and/or --p999 DURATION");
+        }
+        if self.run.rate.is_some() || self.run.ramp.is_some() {
+            return bad("capacity chooses the rates itself: leave out -R and --ramp");
+        }
+        if self.run.jsonl.is_some() {
+            return bad("capacity writes no per-second lines: leave out --jsonl (--json carries every step)");
+        }
+        if !(self.start.is_finite() && self.start >= 1.0) {
+            return bad("--start must be at least 1 request per second");
+        }
+        if !(self.max.is_finite() && self.max >= self.start) {
+            return bad("--max must be at least --start");
+        }
+        if !(self.precision.is_finite() && self.precision > 0.0 && self.precision < 100.0) {
+            return bad("--precision is a percentage between 0 and 100");
+        }
+        if self.run.duration.is_zero() {
+            return bad("-d (each step's length) must be more than zero");
+        }
+        Ok(())
+    }
+}
+
+// The settings' enums take their flag values here rather than deriving clap's trait, so that settings.rs and
+// rate.rs stay free of clap. The names are what `#[derive(ValueEnum)]` would give (kebab-case).
+
+impl ValueEnum for EngineChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[EngineChoice::Auto, EngineChoice::Uring, EngineChoice::Epoll]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(match self {
+            EngineChoice::Auto => "auto",
+            EngineChoice::Uring => "uring",
+            EngineChoice::Epoll => "epoll",
+        }))
+    }
+}
+
+impl ValueEnum for Schedule {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Schedule::Uniform, Schedule::Poisson]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()))
+    }
+}
+
+impl ValueEnum for Pick {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Pick::Random, Pick::RoundRobin]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(match self {
+            Pick::Random => "random",
+            Pick::RoundRobin => "round-robin",
+        }))
     }
 }
 
@@ -229,21 +427,6 @@ pub fn parse_rate(raw: &str) -> Result<Rate, String> {
         None => number(raw).map(Rate::steady),
     }
 }
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EngineChoice {
-    Auto,
-    Uring,
-    Epoll,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Pick {
-    Random,
-    RoundRobin,
-}
-
 /// `10s`, `500ms`, `2m`, `1h`, `250us`; a bare number is seconds (as in wrk).
 pub fn parse_duration(raw: &str) -> Result<Duration, String> {
     let raw = raw.trim();
@@ -301,21 +484,12 @@ mod tests {
     }
 
     #[test]
-    fn rates_and_ramps() {
+    fn rates_parse() {
         assert_eq!(parse_rate("200"), Ok(Rate::steady(200.0)));
         assert_eq!(parse_rate("100:1000"), Ok(Rate { start: 100.0, end: 1000.0 }));
         for bad in ["0", "-5", "x", "100:", ":5", "1:0", "nan"] {
             assert!(parse_rate(bad).is_err(), "{bad}");
         }
-        let ramp = Rate { start: 100.0, end: 1100.0 };
-        let over = Some(Duration::from_secs(10));
-        assert_eq!(ramp.at(-1.0, over), 100.0);
-        assert_eq!(ramp.at(5.0, over), 600.0);
-        assert_eq!(ramp.at(30.0, over), 1100.0);
-        assert_eq!(ramp.mean(10.0, over), 600.0);
-        assert_eq!(ramp.mean(20.0, over), 850.0);
-        assert_eq!(Rate::steady(50.0).mean(7.0, None), 50.0);
-        assert_eq!(ramp.split(2), Rate { start: 50.0, end: 550.0 });
     }
 
     #[test]
@@ -324,5 +498,89 @@ mod tests {
         assert_eq!(parse_cpus("0,2-3"), Ok(vec![0, 2, 3]));
         assert!(parse_cpus("3-1").is_err());
         assert!(parse_cpus("a").is_err());
+    }
+
+    fn cli(args: &str) -> Cli {
+        parse_from(std::iter::once("loadgen").chain(args.split_whitespace())).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn run_settings(args: &str) -> Result<RunSettings, String> {
+        cli(args).run.settings()
+    }
+
+    fn capacity_settings(args: &str) -> Result<CapacitySettings, String> {
+        match cli(args).command {
+            Some(Command::Capacity(capacity)) => capacity.settings(),
+            other => panic!("{args}: not a capacity search: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn run_flags_become_settings() {
+        let s = run_settings(
+            "-t2 -c8 -d3s --warmup 500ms --pin 0,2-3 -R 100:200 --ramp 1s --schedule poisson --no-progress \
+             --log-requests log.tsv --log-every 3 http://127.0.0.1:1/x?y=1",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((s.target.path.as_str(), s.target.addr.port()), ("/x?y=1", 1));
+        assert_eq!((s.threads, s.connections, s.pipeline), (2, 8, 1));
+        assert_eq!((s.duration, s.warmup), (Duration::from_secs(3), Duration::from_millis(500)));
+        assert_eq!(s.pins, Some(vec![0, 2, 3]));
+        assert_eq!((s.rate, s.ramp), (Some(Rate { start: 100.0, end: 200.0 }), Some(Duration::from_secs(1))));
+        assert_eq!(s.schedule, Schedule::Poisson);
+        assert!(!s.output.progress);
+        let log = s.output.request_log.unwrap_or_else(|| panic!("no request log"));
+        assert_eq!((log.path, log.every, log.max), (PathBuf::from("log.tsv"), 3, 1_000_000));
+        let plain = run_settings("http://127.0.0.1:1/").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((plain.rate, plain.pins, plain.output.progress), (None, None, true));
+        assert!(plain.output.request_log.is_none());
+    }
+
+    #[test]
+    fn flags_that_do_not_fit_together_are_refused() {
+        for (args, says) in [
+            ("-R 100:200 http://127.0.0.1:1/", "-R 100:200 is a ramp: say how long it takes with --ramp DURATION"),
+            ("-R 100 --ramp 1s http://127.0.0.1:1/", "--ramp needs a ramp: -R START:END"),
+            ("-R 1:2 --ramp 20s http://127.0.0.1:1/", "--ramp 20s is longer than the measured window (-d 10s)"),
+            ("--pin 3-1 http://127.0.0.1:1/", "invalid CPU list \"3-1\" (e.g. 1, 2-3, 0,2)"),
+        ] {
+            assert_eq!(run_settings(args).err().as_deref(), Some(says), "{args}");
+        }
+        assert!(run_settings("https://127.0.0.1:1/").is_err_and(|e| e.contains("https is not supported")));
+    }
+
+    #[test]
+    fn a_capacity_step_defaults_shorter_than_a_run() {
+        let run = run_settings("http://127.0.0.1:1/").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((run.duration, run.warmup), (Duration::from_secs(10), Duration::ZERO));
+        let search = capacity_settings("capacity --p99 10ms http://127.0.0.1:1/").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((search.run.duration, search.run.warmup), (CAPACITY_STEP, CAPACITY_WARMUP));
+        assert_eq!((search.p99, search.p999), (Some(Duration::from_millis(10)), None));
+        let given = capacity_settings("capacity --p999 1s -d 10s --warmup 0s http://127.0.0.1:1/")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((given.run.duration, given.run.warmup), (Duration::from_secs(10), Duration::ZERO));
+    }
+
+    #[test]
+    fn capacity_flags_are_checked_before_the_runs() {
+        // The search's own mistakes are named first, even with a run flag that is wrong too.
+        let refused = capacity_settings("capacity --pin x http://127.0.0.1:1/").err();
+        assert!(refused.is_some_and(|e| e.starts_with("capacity needs an objective")));
+        let refused = capacity_settings("capacity --p99 1ms -R 5 http://127.0.0.1:1/").err();
+        assert!(refused.is_some_and(|e| e.contains("leave out -R")));
+        let refused = capacity_settings("capacity --p99 1ms --pin x http://127.0.0.1:1/").err();
+        assert!(refused.is_some_and(|e| e.starts_with("invalid CPU list")));
+    }
+
+    fn names<T: ValueEnum>() -> Vec<String> {
+        T::value_variants().iter().filter_map(ValueEnum::to_possible_value).map(|v| v.get_name().to_string()).collect()
+    }
+
+    #[test]
+    fn flag_values_are_the_names_a_derive_would_give() {
+        assert_eq!(names::<EngineChoice>(), ["auto", "uring", "epoll"]);
+        assert_eq!(names::<Pick>(), ["random", "round-robin"]);
+        assert_eq!(names::<Schedule>(), ["uniform", "poisson"]);
+        assert_eq!(cli("--pick round-robin http://127.0.0.1:1/").run.pick, Pick::RoundRobin);
     }
 }

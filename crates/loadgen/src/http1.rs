@@ -66,6 +66,11 @@ impl ResponseParser {
     /// Parses from `buf`. Returns the bytes consumed and, when a response completed, its summary (the caller
     /// then calls again with the rest for a pipelined next response). `on_head` sees each final head;
     /// `body` (when given) receives the body bytes.
+    ///
+    /// This is the parser's state machine and it stays one function (about 160 lines) on purpose: every arm
+    /// moves `at` through the same buffer and may hand over to the next state in the same call, so the
+    /// framing rules (head, fixed length, chunk size line, chunk data, trailers, read-to-close) read top to
+    /// bottom in one place, and the fuzz target exercises exactly this loop.
     pub fn parse<F>(
         &mut self,
         buf: &[u8],

@@ -23,7 +23,7 @@ use anyhow::Context as _;
 use hdrhistogram::Histogram;
 
 use crate::report::{
-    Assertions, Connections, Cpu, Latency, OpenLoop, Report, ReportError, SATURATED_PCT, SCHEMA, ThreadCpu,
+    Assertions, Connections, Cpu, Latency, OpenLoop, Report, ReportError, RunConfig, SCHEMA, ThreadCpu,
     decode_histogram,
 };
 use crate::stats::Errors;
@@ -34,23 +34,9 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, ReportError> {
     let Some(first) = reports.first() else {
         return Err(ReportError::Mismatch("the number of reports (none were given)"));
     };
-    for r in &reports {
-        if r.schema != SCHEMA {
-            return Err(ReportError::Schema { found: r.schema.clone() });
-        }
-    }
+    check_mergeable(&reports, first)?;
     let open = first.open_loop.is_some();
-    let corrected = first.latency.corrected;
-    for r in &reports {
-        if r.config.mode != first.config.mode || r.open_loop.is_some() != open {
-            return Err(ReportError::Mismatch("the mode (closed or open loop)"));
-        }
-        if r.latency.corrected != corrected || r.latency_from_write.is_some() != open {
-            return Err(ReportError::Mismatch("how latency was measured (from the write or the intended send)"));
-        }
-    }
-
-    let latency = merge_latency(reports.iter().map(|r| &r.latency), corrected)?;
+    let latency = merge_latency(reports.iter().map(|r| &r.latency), first.latency.corrected)?;
     let latency_from_write = if open {
         Some(merge_latency(reports.iter().filter_map(|r| r.latency_from_write.as_ref()), false)?)
     } else {
@@ -58,9 +44,7 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, ReportError> {
     };
 
     let sum = |f: fn(&Report) -> u64| reports.iter().map(f).sum::<u64>();
-    let sum_f = |f: fn(&Report) -> f64| reports.iter().map(f).sum::<f64>();
     let max_f = |f: fn(&Report) -> f64| reports.iter().map(f).fold(0.0, f64::max);
-
     let mut status = std::collections::BTreeMap::new();
     let mut errors = Errors::default();
     for r in &reports {
@@ -70,71 +54,19 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, ReportError> {
         errors.add(&r.errors);
     }
     let responses = sum(|r| r.responses);
-
-    let mut targets: Vec<&str> = Vec::new();
-    for r in &reports {
-        if !targets.contains(&r.target.as_str()) {
-            targets.push(&r.target);
-        }
-    }
-    let target = if targets.len() == 1 {
-        first.target.clone()
-    } else {
-        format!("{} targets: {}", targets.len(), targets.join(", "))
-    };
-
-    let mut config = first.config.clone();
-    config.threads = reports.iter().map(|r| r.config.threads).sum();
-    config.connections = reports.iter().map(|r| r.config.connections).sum();
-    config.duration_s = max_f(|r| r.config.duration_s);
-    config.rate = if open { Some(reports.iter().filter_map(|r| r.config.rate).sum()) } else { first.config.rate };
-    // Ramps add up when every report ramped over the same time; otherwise the merge is no single ramp.
-    let same_ramp = reports.iter().all(|r| r.config.ramp_s == first.config.ramp_s);
-    config.rate_start = match reports.iter().map(|r| r.config.rate_start).collect::<Option<Vec<f64>>>() {
-        Some(starts) if same_ramp => Some(starts.iter().sum()),
-        _ => None,
-    };
-    config.ramp_s = config.rate_start.and(first.config.ramp_s);
-    config.pin = reports.iter().map(|r| r.config.pin.clone()).collect::<Option<Vec<_>>>().map(|p| p.concat());
-    if reports.iter().any(|r| r.config.engine != first.config.engine) {
-        config.engine = "mixed".to_string();
-    }
-
-    let open_loop = if open {
-        let ols: Vec<&OpenLoop> = reports.iter().filter_map(|r| r.open_loop.as_ref()).collect();
-        Some(OpenLoop {
-            target_rate: ols.iter().map(|o| o.target_rate).sum(),
-            achieved_rate: ols.iter().map(|o| o.achieved_rate).sum(),
-            scheduled: ols.iter().map(|o| o.scheduled).sum(),
-            late_sends: ols.iter().map(|o| o.late_sends).sum(),
-            missed_sends: ols.iter().map(|o| o.missed_sends).sum(),
-        })
-    } else {
-        None
-    };
-
     let threads: Vec<ThreadCpu> = reports.iter().flat_map(|r| r.cpu.threads.iter().cloned()).collect();
-    let total_us: u64 = threads.iter().map(|t| t.user_us + t.sys_us).sum();
     let process_us = reports.iter().map(|r| r.cpu.process_us.max(r.cpu.total_us)).sum::<u64>();
-    let cpu = Cpu {
-        saturated: threads.iter().any(|t| t.busy_pct > SATURATED_PCT),
-        us_per_response: if responses > 0 { process_us as f64 / responses as f64 } else { 0.0 },
-        responses_per_cpu_s: if process_us > 0 { responses as f64 / (process_us as f64 / 1e6) } else { 0.0 },
-        threads,
-        total_us,
-        process_us,
-    };
 
     Ok(Report {
         schema: SCHEMA.to_string(),
         loadgen_version: first.loadgen_version.clone(),
         started_unix_ms: reports.iter().map(|r| r.started_unix_ms).min().unwrap_or(first.started_unix_ms),
         command: first.command.clone(),
-        target,
-        config,
+        target: merged_target(&reports, first),
+        config: merged_config(&reports, first),
         duration_s: max_f(|r| r.duration_s),
         responses,
-        req_per_s: sum_f(|r| r.req_per_s),
+        req_per_s: reports.iter().map(|r| r.req_per_s).sum(),
         status,
         non_2xx_3xx: sum(|r| r.non_2xx_3xx),
         errors,
@@ -147,13 +79,78 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, ReportError> {
         },
         reconnects: sum(|r| r.reconnects),
         in_flight_at_end: sum(|r| r.in_flight_at_end),
-        open_loop,
+        open_loop: open.then(|| merged_open_loop(&reports)),
         assertions: Assertions { checked: sum(|r| r.assertions.checked), failed: sum(|r| r.assertions.failed) },
         latency,
         latency_from_write,
-        cpu,
+        cpu: Cpu::new(threads, process_us, responses),
         merged_from: sum(|r| r.merged_from),
     })
+}
+
+/// Refuses reports that do not add up to one run: another schema, or closed and open loop mixed (their
+/// latencies measure different things).
+fn check_mergeable(reports: &[Report], first: &Report) -> Result<(), ReportError> {
+    for r in reports {
+        if r.schema != SCHEMA {
+            return Err(ReportError::Schema { found: r.schema.clone() });
+        }
+    }
+    let open = first.open_loop.is_some();
+    for r in reports {
+        if r.config.mode != first.config.mode || r.open_loop.is_some() != open {
+            return Err(ReportError::Mismatch("the mode (closed or open loop)"));
+        }
+        if r.latency.corrected != first.latency.corrected || r.latency_from_write.is_some() != open {
+            return Err(ReportError::Mismatch("how latency was measured (from the write or the intended send)"));
+        }
+    }
+    Ok(())
+}
+
+/// The one target when all reports agree, else `"N targets: a, b, …"`.
+fn merged_target(reports: &[Report], first: &Report) -> String {
+    let mut targets: Vec<&str> = Vec::new();
+    for r in reports {
+        if !targets.contains(&r.target.as_str()) {
+            targets.push(&r.target);
+        }
+    }
+    if targets.len() == 1 { first.target.clone() } else { format!("{} targets: {}", targets.len(), targets.join(", ")) }
+}
+
+/// The first report's config, with what describes the whole load added up across reports.
+fn merged_config(reports: &[Report], first: &Report) -> RunConfig {
+    let mut config = first.config.clone();
+    config.threads = reports.iter().map(|r| r.config.threads).sum();
+    config.connections = reports.iter().map(|r| r.config.connections).sum();
+    config.duration_s = reports.iter().map(|r| r.config.duration_s).fold(0.0, f64::max);
+    let open = first.open_loop.is_some();
+    config.rate = if open { Some(reports.iter().filter_map(|r| r.config.rate).sum()) } else { first.config.rate };
+    // Ramps add up when every report ramped over the same time; otherwise the merge is no single ramp.
+    let same_ramp = reports.iter().all(|r| r.config.ramp_s == first.config.ramp_s);
+    config.rate_start = match reports.iter().map(|r| r.config.rate_start).collect::<Option<Vec<f64>>>() {
+        Some(starts) if same_ramp => Some(starts.iter().sum()),
+        _ => None,
+    };
+    config.ramp_s = config.rate_start.and(first.config.ramp_s);
+    config.pin = reports.iter().map(|r| r.config.pin.clone()).collect::<Option<Vec<_>>>().map(|p| p.concat());
+    if reports.iter().any(|r| r.config.engine != first.config.engine) {
+        config.engine = "mixed".to_string();
+    }
+    config
+}
+
+/// The open-loop figures of concurrent runs: rates and counts add.
+fn merged_open_loop(reports: &[Report]) -> OpenLoop {
+    let ols: Vec<&OpenLoop> = reports.iter().filter_map(|r| r.open_loop.as_ref()).collect();
+    OpenLoop {
+        target_rate: ols.iter().map(|o| o.target_rate).sum(),
+        achieved_rate: ols.iter().map(|o| o.achieved_rate).sum(),
+        scheduled: ols.iter().map(|o| o.scheduled).sum(),
+        late_sends: ols.iter().map(|o| o.late_sends).sum(),
+        missed_sends: ols.iter().map(|o| o.missed_sends).sum(),
+    }
 }
 
 /// Decodes and adds the histograms, then recomputes every statistic from the sum.
@@ -208,10 +205,14 @@ mod tests {
         command.extend(["-d10s".into(), "--warmup=1s".into()]);
         command.extend(rate.into_iter().flat_map(|r| [format!("-R{r}"), "--schedule=poisson".into()]));
         command.push(url.into());
-        let args = crate::cli::Cli::try_parse_from(&command).unwrap_or_else(|e| panic!("{e}")).run;
-        let cpus: Vec<usize> = (0..threads as usize).collect();
+        let mut settings = crate::cli::Cli::try_parse_from(&command)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .run
+            .settings()
+            .unwrap_or_else(|e| panic!("{e}"));
+        settings.pins = Some((0..threads as usize).collect());
         RunMeta {
-            config: RunConfig::new(&args, threads as usize, "url".into(), Some(&cpus), "epoll"),
+            config: RunConfig::new(&settings, threads as usize, "url".into(), "epoll"),
             command,
             target: url.into(),
             started_unix_ms: 1_700_000_000_000,

@@ -24,6 +24,15 @@ pub fn text(report: &Report, latency: bool) -> String {
 }
 
 fn write_text(out: &mut String, r: &Report, latency: bool) -> std::fmt::Result {
+    write_title(out, r)?;
+    write_latency(out, r, latency)?;
+    write_responses(out, r)?;
+    write_accounting(out, r)?;
+    write_cpu(out, r)
+}
+
+/// What ran: `Running 10s test @ URL`, then the threads, connections and how latency was measured.
+fn write_title(out: &mut String, r: &Report) -> std::fmt::Result {
     let c = &r.config;
     if r.merged_from > 1 {
         writeln!(out, "Merged {} reports, {} window @ {}", r.merged_from, run_length(r.duration_s), r.target)?;
@@ -53,19 +62,26 @@ fn write_text(out: &mut String, r: &Report, latency: bool) -> std::fmt::Result {
         None if r.latency.corrected => shape.push_str(" (latency from intended send time)"),
         None => shape.push_str(" (closed loop; latency uncorrected)"),
     }
-    writeln!(out, "{shape}")?;
+    writeln!(out, "{shape}")
+}
 
+/// The latency summary lines, and with `--latency` the distribution tables.
+fn write_latency(out: &mut String, r: &Report, distribution: bool) -> std::fmt::Result {
     writeln!(out, "  Latency  {}", latency_summary(&r.latency))?;
     if let Some(fw) = &r.latency_from_write {
         writeln!(out, "  From write  {}", latency_summary(fw))?;
     }
-    if latency {
+    if distribution {
         write_distribution(out, "Latency Distribution", &r.latency)?;
         if let Some(fw) = &r.latency_from_write {
             write_distribution(out, "Latency Distribution, from the actual write (uncorrected)", fw)?;
         }
     }
+    Ok(())
+}
 
+/// wrk's throughput lines, then what came back: statuses, errors by kind, responses outside 2xx/3xx.
+fn write_responses(out: &mut String, r: &Report) -> std::fmt::Result {
     writeln!(out, "  {} responses in {:.2}s, {} read", r.responses, r.duration_s, bytes(r.bytes_read as f64))?;
     let window = r.duration_s.max(1e-9);
     writeln!(out, "Requests/sec: {:.2}", r.req_per_s)?;
@@ -84,7 +100,11 @@ fn write_text(out: &mut String, r: &Report, latency: bool) -> std::fmt::Result {
     if r.non_2xx_3xx > 0 {
         writeln!(out, "  Non-2xx or 3xx responses: {}", r.non_2xx_3xx)?;
     }
+    Ok(())
+}
 
+/// What wrk does not say: connections, the open loop's sends, assertions.
+fn write_accounting(out: &mut String, r: &Report) -> std::fmt::Result {
     let conn = &r.connections;
     let mut line = format!("  Connections: {} asked, {} established", conn.asked, conn.established);
     if conn.failed > 0 {
@@ -109,8 +129,6 @@ fn write_text(out: &mut String, r: &Report, latency: bool) -> std::fmt::Result {
     if r.assertions.checked > 0 {
         writeln!(out, "  Assertions: {} checked, {} failed", r.assertions.checked, r.assertions.failed)?;
     }
-
-    write_cpu(out, r)?;
     Ok(())
 }
 
@@ -260,9 +278,14 @@ mod tests {
         let mut command = vec!["loadgen".to_string(), "-c64".into()];
         command.extend(rate.map(|r| format!("-R{r}")));
         command.push(url.into());
-        let args = crate::cli::Cli::try_parse_from(&command).unwrap_or_else(|e| panic!("{e}")).run;
+        let mut settings = crate::cli::Cli::try_parse_from(&command)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .run
+            .settings()
+            .unwrap_or_else(|e| panic!("{e}"));
+        settings.pins = Some(vec![1]);
         RunMeta {
-            config: RunConfig::new(&args, 1, "url".into(), Some(&[1]), "epoll"),
+            config: RunConfig::new(&settings, 1, "url".into(), "epoll"),
             command,
             target: url.into(),
             started_unix_ms: 1_700_000_000_000,

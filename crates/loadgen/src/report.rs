@@ -8,7 +8,8 @@ use base64::engine::general_purpose::STANDARD;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 
-use crate::cli::{Rate, RunArgs};
+use crate::rate::Rate;
+use crate::settings::RunSettings;
 use crate::stats::{Errors, WorkerStats};
 
 /// Bumped when a field changes meaning; readers refuse other versions.
@@ -87,24 +88,25 @@ fn epoll_engine() -> String {
 }
 
 impl RunConfig {
-    /// How a run was asked for (`args`) and started: `threads` threads sending `source`, thread `i` pinned
-    /// to `pins[i % pins.len()]`.
-    pub fn new(args: &RunArgs, threads: usize, source: String, pins: Option<&[usize]>, engine: &str) -> RunConfig {
+    /// How a run was asked for (`settings`) and started: `threads` threads sending `source` on `engine`.
+    pub fn new(settings: &RunSettings, threads: usize, source: String, engine: &str) -> RunConfig {
+        let rate = settings.rate;
+        let ramp = rate.filter(|r| r.is_ramp());
         RunConfig {
             threads: threads as u32,
-            connections: args.connections,
-            duration_s: args.duration.as_secs_f64(),
-            warmup_s: args.warmup.as_secs_f64(),
-            timeout_ms: args.timeout.as_millis() as u64,
-            method: args.method.to_ascii_uppercase(),
-            pipeline: args.pipeline,
-            mode: if args.rate.is_some() { "open" } else { "closed" }.to_string(),
-            rate: args.rate.map(|r| r.end),
-            rate_start: args.rate.filter(|r| r.is_ramp()).map(|r| r.start),
-            ramp_s: args.rate.filter(|r| r.is_ramp()).and(args.ramp).map(|d| d.as_secs_f64()),
-            schedule: args.rate.map(|_| format!("{:?}", args.schedule).to_ascii_lowercase()),
+            connections: settings.connections as u32,
+            duration_s: settings.duration.as_secs_f64(),
+            warmup_s: settings.warmup.as_secs_f64(),
+            timeout_ms: settings.timeout.as_millis() as u64,
+            method: settings.requests.method.to_ascii_uppercase(),
+            pipeline: settings.pipeline as u32,
+            mode: if rate.is_some() { "open" } else { "closed" }.to_string(),
+            rate: rate.map(|r| r.end),
+            rate_start: ramp.map(|r| r.start),
+            ramp_s: ramp.and(settings.ramp).map(|d| d.as_secs_f64()),
+            schedule: rate.map(|_| settings.schedule.name().to_string()),
             source,
-            pin: pins.map(|p| (0..threads).map(|i| p[i % p.len()]).collect()),
+            pin: settings.pins.as_ref().map(|p| (0..threads).map(|i| p[i % p.len()]).collect()),
             engine: engine.to_string(),
         }
     }
@@ -171,6 +173,24 @@ pub struct Cpu {
     pub responses_per_cpu_s: f64,
     /// Some thread was busier than 90% of the window: the loader may have been the bottleneck.
     pub saturated: bool,
+}
+
+impl Cpu {
+    /// The loader's CPU from its threads' and the whole process's (`process_us`, read as at least the
+    /// threads' sum: both clocks tick every 10 ms, so the process's can read a little below it), and what
+    /// that cost per response.
+    pub fn new(threads: Vec<ThreadCpu>, process_us: u64, responses: u64) -> Cpu {
+        let total_us: u64 = threads.iter().map(|t| t.user_us + t.sys_us).sum();
+        let process_us = process_us.max(total_us);
+        Cpu {
+            saturated: threads.iter().any(|t| t.busy_pct > SATURATED_PCT),
+            threads,
+            total_us,
+            process_us,
+            us_per_response: if responses > 0 { process_us as f64 / responses as f64 } else { 0.0 },
+            responses_per_cpu_s: if process_us > 0 { responses as f64 / (process_us as f64 / 1e6) } else { 0.0 },
+        }
+    }
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -240,47 +260,13 @@ impl Report {
     /// Adds up the workers' stats.
     pub fn from_workers(meta: RunMeta, workers: &[WorkerStats]) -> Result<Report, ReportError> {
         let open_loop = meta.config.rate.is_some();
-        let mut latency = crate::stats::new_histogram();
-        let mut from_write = crate::stats::new_histogram();
-        let mut status = BTreeMap::new();
-        let mut errors = Errors::default();
-        let (mut responses, mut bytes_read, mut bytes_written, mut reconnects, mut in_flight) = (0, 0, 0, 0, 0);
-        let (mut asked, mut established, mut late, mut scheduled, mut checked) = (0, 0, 0, 0, 0);
-        let mut missed = 0;
-        let mut threads = Vec::with_capacity(workers.len());
+        let sum = Sum::of(workers, open_loop)?;
         let window_us = (meta.duration_s * 1e6).max(1.0);
-        for w in workers {
-            latency.add(&w.latency).map_err(|e| ReportError::Encode(format!("{e:?}")))?;
-            if let Some(h) = &w.latency_from_write {
-                from_write.add(h).map_err(|e| ReportError::Encode(format!("{e:?}")))?;
-            }
-            for (code, n) in &w.status {
-                *status.entry(*code).or_insert(0) += n;
-            }
-            errors.add(&w.errors);
-            responses += w.responses;
-            bytes_read += w.bytes_read;
-            bytes_written += w.bytes_written;
-            reconnects += w.reconnects;
-            in_flight += w.in_flight_at_end;
-            asked += w.connections_asked;
-            established += w.connections_established;
-            late += w.late_sends;
-            scheduled += w.scheduled;
-            missed += w.missed_sends;
-            checked += w.assertions_checked;
-            threads.push(ThreadCpu {
-                cpu: w.pinned_cpu,
-                user_us: w.cpu_user_us,
-                sys_us: w.cpu_sys_us,
-                busy_pct: 100.0 * (w.cpu_user_us + w.cpu_sys_us) as f64 / window_us,
-            });
-        }
-        let total_us: u64 = threads.iter().map(|t| t.user_us + t.sys_us).sum();
-        // Both clocks tick every 10 ms, so the process's can read a little below the threads' sum.
-        let process_us = workers.iter().filter_map(|w| w.process_cpu_us).sum::<u64>().max(total_us);
-        let non_2xx_3xx = status.iter().filter(|(c, _)| !(200..400).contains(*c)).map(|(_, n)| n).sum();
-        let req_per_s = responses as f64 / meta.duration_s.max(1e-9);
+        let threads = workers.iter().map(|w| ThreadCpu::of(w, window_us)).collect();
+        let process_us = workers.iter().filter_map(|w| w.process_cpu_us).sum::<u64>();
+        let s = sum.stats;
+        let non_2xx_3xx = s.status.iter().filter(|(c, _)| !(200..400).contains(*c)).map(|(_, n)| n).sum();
+        let req_per_s = s.responses as f64 / meta.duration_s.max(1e-9);
         Ok(Report {
             schema: SCHEMA.to_string(),
             loadgen_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -288,41 +274,89 @@ impl Report {
             command: meta.command,
             target: meta.target,
             open_loop: meta.config.rate.map(|end| OpenLoop {
-                target_rate: match (meta.config.rate_start, meta.config.ramp_s) {
-                    (Some(start), Some(over)) => {
-                        Rate { start, end }.mean(meta.duration_s, Some(std::time::Duration::from_secs_f64(over)))
-                    }
-                    _ => end,
-                },
+                target_rate: target_rate(end, &meta.config, meta.duration_s),
                 achieved_rate: req_per_s,
-                scheduled,
-                late_sends: late,
-                missed_sends: missed,
+                scheduled: s.scheduled,
+                late_sends: s.late_sends,
+                missed_sends: s.missed_sends,
             }),
             config: meta.config,
             duration_s: meta.duration_s,
-            responses,
+            responses: s.responses,
             req_per_s,
-            status,
             non_2xx_3xx,
-            assertions: Assertions { checked, failed: errors.assertion },
-            errors,
-            bytes_read,
-            bytes_written,
-            connections: Connections { asked, established, failed: asked.saturating_sub(established) },
-            reconnects,
-            in_flight_at_end: in_flight,
-            latency: Latency::from_histogram(&latency, open_loop)?,
-            latency_from_write: if open_loop { Some(Latency::from_histogram(&from_write, false)?) } else { None },
-            cpu: Cpu {
-                saturated: threads.iter().any(|t| t.busy_pct > SATURATED_PCT),
-                threads,
-                total_us,
-                process_us,
-                us_per_response: if responses > 0 { process_us as f64 / responses as f64 } else { 0.0 },
-                responses_per_cpu_s: if process_us > 0 { responses as f64 / (process_us as f64 / 1e6) } else { 0.0 },
+            status: s.status,
+            assertions: Assertions { checked: s.assertions_checked, failed: s.errors.assertion },
+            errors: s.errors,
+            bytes_read: s.bytes_read,
+            bytes_written: s.bytes_written,
+            connections: Connections {
+                asked: s.connections_asked,
+                established: s.connections_established,
+                failed: s.connections_asked.saturating_sub(s.connections_established),
             },
+            reconnects: s.reconnects,
+            in_flight_at_end: s.in_flight_at_end,
+            latency: Latency::from_histogram(&s.latency, open_loop)?,
+            latency_from_write: sum.from_write.map(|h| Latency::from_histogram(&h, false)).transpose()?,
+            cpu: Cpu::new(threads, process_us, s.responses),
             merged_from: 1,
         })
+    }
+}
+
+/// The open loop's asked rate over the window: with a ramp (ending at `end`), its mean; else `end`.
+fn target_rate(end: f64, config: &RunConfig, window_s: f64) -> f64 {
+    match (config.rate_start, config.ramp_s) {
+        (Some(start), Some(over)) => Rate { start, end }.mean(window_s, Some(std::time::Duration::from_secs_f64(over))),
+        _ => end,
+    }
+}
+
+/// The workers' counts and histograms added up (the per-thread CPU stays per thread).
+struct Sum {
+    stats: WorkerStats,
+    /// Open loop only: latency from the write.
+    from_write: Option<Histogram<u64>>,
+}
+
+impl Sum {
+    fn of(workers: &[WorkerStats], open_loop: bool) -> Result<Sum, ReportError> {
+        let mut s = WorkerStats::new(false);
+        let mut from_write = open_loop.then(crate::stats::new_histogram);
+        for w in workers {
+            s.latency.add(&w.latency).map_err(|e| ReportError::Encode(format!("{e:?}")))?;
+            if let (Some(sum), Some(h)) = (&mut from_write, &w.latency_from_write) {
+                sum.add(h).map_err(|e| ReportError::Encode(format!("{e:?}")))?;
+            }
+            for (code, n) in &w.status {
+                *s.status.entry(*code).or_insert(0) += n;
+            }
+            s.errors.add(&w.errors);
+            s.responses += w.responses;
+            s.bytes_read += w.bytes_read;
+            s.bytes_written += w.bytes_written;
+            s.reconnects += w.reconnects;
+            s.in_flight_at_end += w.in_flight_at_end;
+            s.connections_asked += w.connections_asked;
+            s.connections_established += w.connections_established;
+            s.late_sends += w.late_sends;
+            s.scheduled += w.scheduled;
+            s.missed_sends += w.missed_sends;
+            s.assertions_checked += w.assertions_checked;
+        }
+        Ok(Sum { stats: s, from_write })
+    }
+}
+
+impl ThreadCpu {
+    /// A worker's CPU over a window of `window_us`.
+    fn of(w: &WorkerStats, window_us: f64) -> ThreadCpu {
+        ThreadCpu {
+            cpu: w.pinned_cpu,
+            user_us: w.cpu_user_us,
+            sys_us: w.cpu_sys_us,
+            busy_pct: 100.0 * (w.cpu_user_us + w.cpu_sys_us) as f64 / window_us,
+        }
     }
 }

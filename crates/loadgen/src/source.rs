@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::cli::{Pick, RunArgs};
+use crate::settings::{Pick, RequestSettings};
 use crate::target::Target;
 
 /// Splitmix64: tiny, fast, and the same sequence on every platform and crate version (reproducible runs).
@@ -118,20 +118,21 @@ impl Source {
     }
 }
 
-/// Builds the source from the command line, reading any files it names. Errors are one line, for the user.
-pub fn build(args: &RunArgs, target: &Target) -> Result<Source, String> {
-    let method = args.method.to_ascii_uppercase();
+/// Builds the source from the request settings, reading any files they name. Errors are one line, for the
+/// user.
+pub fn build(requests: &RequestSettings, target: &Target) -> Result<Source, String> {
+    let method = requests.method.to_ascii_uppercase();
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(format!("invalid method {:?}", args.method));
+        return Err(format!("invalid method {:?}", requests.method));
     }
-    let body = match &args.body_file {
+    let body = match &requests.body_file {
         Some(path) => {
             Some(std::fs::read(path).map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?)
         }
         None => None,
     };
     let mut headers = format!("Host: {}\r\n", target.host_header);
-    for raw in &args.headers {
+    for raw in &requests.headers {
         let (name, value) = raw.split_once(':').ok_or_else(|| format!("header {raw:?} is not `Name: value`"))?;
         let (name, value) = (name.trim(), value.trim());
         let bad = |s: &str| s.bytes().any(|b| b == b'\r' || b == b'\n');
@@ -152,13 +153,13 @@ pub fn build(args: &RunArgs, target: &Target) -> Result<Source, String> {
     }
     let method_is_head = method == "HEAD";
 
-    if let Some(path) = &args.replay {
+    if let Some(path) = &requests.replay {
         let requests = read_replay(path)?;
         let description = format!("replay {} ({} requests)", path.display(), requests.len());
         return Ok(Source { kind: Kind::Replay(requests), method_is_head: false, description });
     }
-    if let Some(template) = &args.path {
-        let (names, values) = read_vars(&args.vars)?;
+    if let Some(template) = &requests.path {
+        let (names, values) = read_vars(&requests.vars)?;
         let parts = parse_template(template, &names)?;
         for (i, name) in names.iter().enumerate() {
             if !parts.iter().any(|p| matches!(p, Part::Var(v) if *v == i)) {
@@ -169,12 +170,12 @@ pub fn build(args: &RunArgs, target: &Target) -> Result<Source, String> {
         parts.insert(0, Part::Literal(format!("{method} ")));
         let description = format!("template {template} ({})", describe_vars(&names, &values));
         return Ok(Source {
-            kind: Kind::Template { parts, values, pick: args.pick, rest },
+            kind: Kind::Template { parts, values, pick: requests.pick, rest },
             method_is_head,
             description,
         });
     }
-    if !args.vars.is_empty() {
+    if !requests.vars.is_empty() {
         return Err("--var needs --path with {name} placeholders".to_string());
     }
     let mut request = format!("{method} {}", target.path).into_bytes();

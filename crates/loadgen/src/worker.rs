@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::assertions::Assertions;
-use crate::cli::{Rate, Schedule};
 use crate::engine::{Engine, Event};
 use crate::http1::{Done, ResponseParser};
+use crate::rate::{Rate, Schedule};
 use crate::request_log::Record;
 use crate::source::{Cursor, Rng, Source};
 use crate::stats::{WorkerStats, new_histogram, process_cpu_us, thread_cpu_us};
@@ -225,29 +225,15 @@ impl<E: Engine> Worker<'_, E> {
             let now = Instant::now();
             let s = &mut self.state;
             if !s.measuring && now >= s.plan.measure_from {
-                // Warmup over: everything counted so far is discarded.
-                s.stats = WorkerStats::new(s.open_loop);
-                s.interval.reset();
-                (s.interval_responses, s.interval_errors, s.interval_scheduled) = (0, 0, 0);
+                s.start_measuring();
                 cpu_at_start = thread_cpu_us();
                 if track_process {
                     process_at_start = process_cpu_us();
                 }
-                s.measuring = true;
             }
             if s.measuring && now >= next_tick {
                 second += 1;
-                if let Some(ticks) = &ticks {
-                    let latency = std::mem::replace(&mut s.interval, new_histogram());
-                    let _ = ticks.send(Tick {
-                        second,
-                        responses: s.interval_responses,
-                        errors: s.interval_errors,
-                        scheduled: s.interval_scheduled,
-                        latency,
-                    });
-                }
-                (s.interval_responses, s.interval_errors, s.interval_scheduled) = (0, 0, 0);
+                s.end_second(second, ticks.as_ref());
                 next_tick += Duration::from_secs(1);
             }
             // After the tick: the window's last whole second ends exactly at `end` and gets its line too.
@@ -637,6 +623,30 @@ impl State<'_> {
                 self.fail(i, FailKind::Timeout, why);
             }
         }
+    }
+
+    /// Warmup over: everything counted so far is discarded.
+    fn start_measuring(&mut self) {
+        self.stats = WorkerStats::new(self.open_loop);
+        self.interval.reset();
+        (self.interval_responses, self.interval_errors, self.interval_scheduled) = (0, 0, 0);
+        self.measuring = true;
+    }
+
+    /// Second `second` of the window is over: its counts go to `ticks` (when someone follows them) and the
+    /// next second starts from zero.
+    fn end_second(&mut self, second: u64, ticks: Option<&Sender<Tick>>) {
+        if let Some(ticks) = ticks {
+            let latency = std::mem::replace(&mut self.interval, new_histogram());
+            let _ = ticks.send(Tick {
+                second,
+                responses: self.interval_responses,
+                errors: self.interval_errors,
+                scheduled: self.interval_scheduled,
+                latency,
+            });
+        }
+        (self.interval_responses, self.interval_errors, self.interval_scheduled) = (0, 0, 0);
     }
 
     fn mark_free(&mut self, i: usize) {

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use common::*;
-use loadgen::capacity::{CapacityArgs, search};
+use loadgen::capacity::search;
+use loadgen::cli::CapacityArgs;
 use serde_json::Value;
 
 const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schemas/loadgen/capacity.schema.json");
@@ -62,7 +63,8 @@ fn the_search_lands_below_a_known_capacity_and_close_to_it() {
         &url,
     ]);
     let mut out = Vec::new();
-    let found = search(&args, vec!["loadgen".into(), "capacity".into()], &mut out).expect("search");
+    let settings = args.settings().unwrap_or_else(|e| panic!("{e}"));
+    let found = search(&settings, vec!["loadgen".into(), "capacity".into()], &mut out).expect("search");
     let text = String::from_utf8_lossy(&out);
     let ceiling = 1.0 / SERVICE.as_secs_f64();
     let rps = found.capacity_rps.unwrap_or_else(|| panic!("no capacity found:\n{text}"));

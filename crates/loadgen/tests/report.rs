@@ -28,9 +28,14 @@ fn meta(rate: Option<f64>, pinned: bool) -> RunMeta {
     let mut command: Vec<String> = ["loadgen", "-t2", "-c8", "-d2s", "--warmup=0.5s"].map(String::from).into();
     command.extend(rate.map(|r| format!("-R{r}")));
     command.push(url.into());
-    let args = loadgen::cli::Cli::try_parse_from(&command).unwrap_or_else(|e| panic!("{e}")).run;
+    let mut settings = loadgen::cli::Cli::try_parse_from(&command)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .run
+        .settings()
+        .unwrap_or_else(|e| panic!("{e}"));
+    settings.pins = pinned.then(|| vec![0, 1]);
     RunMeta {
-        config: RunConfig::new(&args, 2, "template /v1/{id}".into(), pinned.then_some(&[0, 1][..]), "epoll"),
+        config: RunConfig::new(&settings, 2, "template /v1/{id}".into(), "epoll"),
         command,
         target: url.into(),
         started_unix_ms: 1_700_000_000_123,

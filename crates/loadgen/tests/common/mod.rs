@@ -453,7 +453,7 @@ pub struct Ran {
 
 impl Ran {
     pub fn failures(&self) -> Vec<String> {
-        loadgen::failures(&self.report, &self.args)
+        loadgen::failures(&self.report, self.args.allow_failures)
     }
 
     /// The run returned within warmup + duration + 3 s (nothing waited for responses that never come).
@@ -493,11 +493,11 @@ pub fn expected_engine(args: &RunArgs) -> &'static str {
     }
 }
 
-/// Runs loadgen in process.
+/// Runs loadgen in process (flags that do not fit together are an input error, as in the binary).
 pub fn try_run(list: &[&str]) -> (Result<Report, loadgen::RunError>, RunArgs, Duration) {
     let args = args(list);
     let started = Instant::now();
-    let result = loadgen::run(&args, command(list));
+    let result = args.settings().map_err(loadgen::RunError::Input).and_then(|s| loadgen::run(&s, command(list)));
     (result, args, started.elapsed())
 }
 
