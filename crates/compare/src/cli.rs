@@ -13,6 +13,7 @@ use crate::measure::{Defaults, MeasureArgs};
 use crate::plan::runtimes::{self, Runtime};
 use crate::plan::workloads;
 use crate::settings::{CapacitySearch, Config, Soak};
+use crate::system::cores::Cores;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -149,8 +150,8 @@ impl RunArgs {
             bail!("--tail-rate must be a non-negative number");
         }
         let server = &m.server_cores;
-        let runtimes = self.runtimes(server.len())?;
-        crate::system::procfs::parse_cores(&self.db_cores).context("--db-cores")?;
+        let runtimes = self.runtimes(server.count())?;
+        let db_cores = Cores::parse(&self.db_cores).context("--db-cores")?;
         if !server.is_disjoint(&m.loader_cores) {
             eprintln!("warning: server and loader cores overlap; figures will mix server and loader work");
         }
@@ -164,7 +165,7 @@ impl RunArgs {
             bail!("--rows must be at least 100");
         }
         Ok(Config {
-            server_processes: server.len(),
+            server_processes: server.count(),
             paths: m.paths,
             out_dir: m.out_dir,
             workloads: workloads::parse_list(&self.workloads)?,
@@ -173,9 +174,9 @@ impl RunArgs {
             duration,
             warmup,
             connections: self.connections,
-            server_cores: self.measure.server_cores.clone(),
-            loader_cores: self.measure.loader_cores.clone(),
-            db_cores: self.db_cores.clone(),
+            server_cores: m.server_cores.clone(),
+            loader_cores: m.loader_cores.clone(),
+            db_cores,
             startup_runs: self.startup_runs.unwrap_or(if q { 2 } else { 15 }),
             tail_rate: self.tail_rate,
             database_url: self.database_url.clone(),

@@ -7,7 +7,6 @@
 //! The `display_order`s keep `compare --help` listing the flags where they always were, among the
 //! comparison's own.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,7 +14,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 
 use crate::plan::runtimes::{self, Paths};
-use crate::system::procfs;
+use crate::system::cores::Cores;
 
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {
@@ -65,8 +64,8 @@ pub struct Measure<'a> {
     pub runs: u32,
     pub duration: &'a str,
     pub warmup: &'a str,
-    pub server_cores: BTreeSet<usize>,
-    pub loader_cores: BTreeSet<usize>,
+    pub server_cores: Cores,
+    pub loader_cores: Cores,
 }
 
 impl MeasureArgs {
@@ -85,8 +84,8 @@ impl MeasureArgs {
             runs,
             duration: self.duration.as_deref().unwrap_or(defaults.duration[q]),
             warmup: self.warmup.as_deref().unwrap_or(defaults.warmup[q]),
-            server_cores: procfs::parse_cores(&self.server_cores).context("--server-cores")?,
-            loader_cores: procfs::parse_cores(&self.loader_cores).context("--loader-cores")?,
+            server_cores: Cores::parse(&self.server_cores).context("--server-cores")?,
+            loader_cores: Cores::parse(&self.loader_cores).context("--loader-cores")?,
         })
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::plan::runtimes::{Paths, Runtime};
 use crate::plan::workloads::Workload;
+use crate::system::cores::Cores;
 
 /// `--soak`: how long, how often sampled, at what rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,11 +39,11 @@ pub struct Config {
     pub duration: Duration,
     pub warmup: Duration,
     pub connections: Option<u32>,
-    pub server_cores: String,
+    pub server_cores: Cores,
     /// One per server core: rust workers, Node cluster workers, Bun processes.
     pub server_processes: usize,
-    pub loader_cores: String,
-    pub db_cores: String,
+    pub loader_cores: Cores,
+    pub db_cores: Cores,
     pub startup_runs: u32,
     /// `None`: half the slowest runtime's median closed-loop req/s; `Some(0)`: no open-loop runs.
     pub tail_rate: Option<f64>,

@@ -19,7 +19,6 @@ pub mod agreement;
 pub mod calibration;
 pub mod wrk;
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -39,6 +38,7 @@ use crate::report;
 use crate::run::bench::Bench;
 use crate::run::loader;
 use crate::run::server::{self, Server};
+use crate::system::cores::Cores;
 use crate::system::process;
 use crate::system::procfs;
 
@@ -97,8 +97,8 @@ pub struct Config {
     pub connections: u32,
     /// Per loader: one per loader core (at most one per connection).
     pub threads: usize,
-    pub server_cores: String,
-    pub loader_cores: String,
+    pub server_cores: Cores,
+    pub loader_cores: Cores,
     pub out_dir: PathBuf,
     /// compare's argv, exactly.
     pub command: Vec<String>,
@@ -147,7 +147,7 @@ impl CalibrateArgs {
         if self.connections == 0 {
             bail!("--connections must be at least 1");
         }
-        let threads = threads(m.loader_cores.len(), self.connections);
+        let threads = threads(m.loader_cores.count(), self.connections);
         Ok(Config {
             paths: m.paths,
             out_dir: m.out_dir,
@@ -157,8 +157,8 @@ impl CalibrateArgs {
             warmup,
             connections: self.connections,
             threads,
-            server_cores: self.measure.server_cores.clone(),
-            loader_cores: self.measure.loader_cores.clone(),
+            server_cores: m.server_cores,
+            loader_cores: m.loader_cores,
             command,
         })
     }
@@ -190,17 +190,12 @@ struct Window {
     loader_ticks: procfs::CoreTicks,
 }
 
-struct Cores {
-    server: BTreeSet<usize>,
-    loader: BTreeSet<usize>,
-}
-
 impl Window {
-    fn read(pid: Option<u32>, cores: &Cores) -> anyhow::Result<Window> {
+    fn read(pid: Option<u32>, cfg: &Config) -> anyhow::Result<Window> {
         Ok(Window {
             server_cpu_us: pid.map(|p| procfs::tree_cpu(p).total_us()),
-            server_ticks: procfs::core_ticks(&cores.server)?,
-            loader_ticks: procfs::core_ticks(&cores.loader)?,
+            server_ticks: procfs::core_ticks(cfg.server_cores.set())?,
+            loader_ticks: procfs::core_ticks(cfg.loader_cores.set())?,
         })
     }
 }
@@ -214,7 +209,6 @@ fn one_run(
     bench: &Bench,
     wrk_bin: &Path,
     server: &Server,
-    cores: &Cores,
     (loader, round, warmup): (Loader, u32, bool),
     result: &mut ServerResult,
 ) -> anyhow::Result<Result<LoaderRun, String>> {
@@ -226,14 +220,14 @@ fn one_run(
         loader.name(),
         if warmup { "warmup".into() } else { round.to_string() }
     );
-    let before = Window::read(pid, cores)?;
+    let before = Window::read(pid, cfg)?;
     let (figures, argv) = match loader {
         Loader::Loadgen | Loader::LoadgenEpoll => {
             loadgen_run(cfg, bench, server, (loader, duration, warmup, &tag), result)?
         }
         Loader::Wrk => wrk_run(cfg, (bench, wrk_bin), server, (duration, warmup, &tag))?,
     };
-    let after = Window::read(pid, cores)?;
+    let after = Window::read(pid, cfg)?;
     *match loader {
         Loader::Loadgen => &mut result.loadgen_argv,
         Loader::LoadgenEpoll => &mut result.epoll_argv,
@@ -301,7 +295,7 @@ fn wrk_run(
     (duration, warmup, tag): (Duration, bool, &str),
 ) -> anyhow::Result<Outcome> {
     let load = wrk::Load {
-        cores: cfg.loader_cores.clone(),
+        cores: cfg.loader_cores.to_string(),
         threads: cfg.threads,
         connections: cfg.connections,
         timeout: REQUEST_TIMEOUT,
@@ -324,13 +318,7 @@ fn server_name(server: &Server) -> String {
 /// the loaders, not the server, and one warmed server gives both the same state (heap, JIT, caches); a fresh
 /// server per run would add start-to-start variance (Node's JIT decisions, heap layout) to the very difference
 /// being judged. Drift of that one server over time is cancelled by alternating which loader goes first.
-fn calibrate_server(
-    cfg: &Config,
-    bench: &Bench,
-    wrk_bin: &Path,
-    rt: Runtime,
-    cores: &Cores,
-) -> anyhow::Result<ServerResult> {
+fn calibrate_server(cfg: &Config, bench: &Bench, wrk_bin: &Path, rt: Runtime) -> anyhow::Result<ServerResult> {
     let workload = Workload::HelloBare;
     let plan = Plan::hello(workload);
     let env = ServerEnv { floor_body: Some(workload_plan::HELLO_BODY.to_vec()), ..ServerEnv::default() };
@@ -356,7 +344,7 @@ fn calibrate_server(
             return Ok(result);
         }
     };
-    let outcome = rounds(cfg, bench, wrk_bin, &plan, &mut server, cores, &mut result);
+    let outcome = rounds(cfg, bench, wrk_bin, &plan, &mut server, &mut result);
     if let Some(status) = server.exited() {
         let why = format!("exited ({status}) during the calibration{}", server.log_tail(12));
         result.failure = Some(result.failure.take().map_or(why.clone(), |f| format!("{f}; {why}")));
@@ -372,7 +360,6 @@ fn rounds(
     wrk_bin: &Path,
     plan: &Plan,
     server: &mut Server,
-    cores: &Cores,
     result: &mut ServerResult,
 ) -> anyhow::Result<()> {
     let name = result.server.name();
@@ -400,7 +387,7 @@ fn rounds(
             loader.name(),
             if warmup { cfg.warmup } else { cfg.duration }
         );
-        let run = one_run(cfg, bench, wrk_bin, server, cores, (loader, round, warmup), result)?;
+        let run = one_run(cfg, bench, wrk_bin, server, (loader, round, warmup), result)?;
         process::check_interrupted()?;
         if let Some(status) = server.exited() {
             result.failure = Some(format!("exited ({status}) during {} {what}{}", loader.name(), server.log_tail(12)));
@@ -442,12 +429,10 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
         logdir: work.path().to_path_buf(),
         loadgen_engine: None,
     };
-    let cores =
-        Cores { server: procfs::parse_cores(&cfg.server_cores)?, loader: procfs::parse_cores(&cfg.loader_cores)? };
     let mut results = Vec::new();
     for &rt in &cfg.servers {
         let started = Instant::now();
-        let r = calibrate_server(cfg, &bench, &wrk_bin, rt, &cores)?;
+        let r = calibrate_server(cfg, &bench, &wrk_bin, rt)?;
         if let Some(why) = &r.failure {
             eprintln!("calibrate: {} failed: {why}", rt.name());
         }
@@ -464,8 +449,8 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
             .unwrap_or_else(|| "wrk (version unknown)".into()),
         loadgen_version: version_line(&cfg.paths.loadgen(), "--version")
             .unwrap_or_else(|| "loadgen (version unknown)".into()),
-        server_cores: cfg.server_cores.clone(),
-        loader_cores: cfg.loader_cores.clone(),
+        server_cores: cfg.server_cores.to_string(),
+        loader_cores: cfg.loader_cores.to_string(),
         threads: cfg.threads,
         connections: cfg.connections,
         runs: cfg.runs,
@@ -491,11 +476,7 @@ pub fn command(args: &CalibrateArgs) -> ExitCode {
         eprintln!("compare calibrate: missing prerequisites:\n  - {}", missing.join("\n  - "));
         return ExitCode::from(2);
     }
-    let overlap = procfs::parse_cores(&cfg.server_cores)
-        .ok()
-        .zip(procfs::parse_cores(&cfg.loader_cores).ok())
-        .is_some_and(|(s, l)| !s.is_disjoint(&l));
-    if overlap {
+    if !cfg.server_cores.is_disjoint(&cfg.loader_cores) {
         eprintln!("warning: server and loader cores overlap; the loaders will take CPU from the server");
     }
     if let Err(e) = process::take_charge(&cfg.loader_cores) {

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::system::cores::Cores;
+
 /// Closed-loop runs with the server cores less busy than this were limited by the loader.
 pub const LOADER_BOUND_PCT: f64 = 90.0;
 
@@ -11,8 +13,8 @@ pub const LOADER_BOUND_PCT: f64 = 90.0;
 #[derive(Debug, Clone)]
 pub struct Bench {
     pub loadgen: PathBuf,
-    pub server_cores: String,
-    pub loader_cores: String,
+    pub server_cores: Cores,
+    pub loader_cores: Cores,
     pub warmup: Duration,
     pub duration: Duration,
     /// loadgen's per-request timeout; a timeout voids the run.

@@ -2,8 +2,6 @@
 //! and measure runs under loadgen with the server tree's CPU and the server cores' busy share around them.
 //! Every function here stops what it started before returning, whatever happened.
 
-use std::collections::BTreeSet;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -357,16 +355,15 @@ fn window(
     tag: &str,
     rec: &mut Record,
 ) -> anyhow::Result<()> {
-    let server_cores: BTreeSet<usize> = procfs::parse_cores(&bench.server_cores)?;
-    let loader_cores: BTreeSet<usize> = procfs::parse_cores(&bench.loader_cores)?;
-    let loader_ticks0 = procfs::core_ticks(&loader_cores)?;
-    let ticks0 = procfs::core_ticks(&server_cores)?;
+    let (server_cores, loader_cores) = (bench.server_cores.set(), bench.loader_cores.set());
+    let loader_ticks0 = procfs::core_ticks(loader_cores)?;
+    let ticks0 = procfs::core_ticks(server_cores)?;
     let db_cpu0: Vec<procfs::TreeCpu> = input.databases.iter().map(|d| procfs::tree_cpu(d.pid)).collect();
     let cpu0 = server.pid().map(procfs::tree_cpu);
     let run = loader::run(bench, server.port, input.load, duration, input.rate, tag)?;
     let cpu1 = server.pid().map(procfs::tree_cpu);
-    let ticks1 = procfs::core_ticks(&server_cores)?;
-    let loader_ticks1 = procfs::core_ticks(&loader_cores)?;
+    let ticks1 = procfs::core_ticks(server_cores)?;
+    let loader_ticks1 = procfs::core_ticks(loader_cores)?;
     let db_cpu1: Vec<procfs::TreeCpu> = input.databases.iter().map(|d| procfs::tree_cpu(d.pid)).collect();
     for d in &input.databases {
         // A database that died mid-run leaves a run of error answers (or of a server's fallback path):

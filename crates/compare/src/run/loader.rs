@@ -17,7 +17,6 @@ use crate::plan::load_spec::LoadSpec;
 use crate::run::bench::Bench;
 use crate::settings::CapacitySearch;
 use crate::system::process::Spawned;
-use crate::system::procfs;
 
 /// loadgen gets this long past its own bound before it is killed and the run voided.
 pub const SLACK: Duration = Duration::from_secs(30);
@@ -46,8 +45,7 @@ fn dur(d: Duration) -> String {
 /// The flags every loadgen invocation shares: threads (one per loader core, never more than connections),
 /// connections, the per-request timeout, pinning, the engine, the JSON output.
 fn shared_args(bench: &Bench, load: &LoadSpec, json: &Path) -> anyhow::Result<Vec<String>> {
-    let loader_cores = procfs::parse_cores(&bench.loader_cores)?;
-    let threads = loader_cores.len().clamp(1, load.connections.max(1) as usize);
+    let threads = bench.loader_cores.count().clamp(1, load.connections.max(1) as usize);
     let mut argv: Vec<String> = [
         "-t",
         &threads.to_string(),
@@ -56,7 +54,7 @@ fn shared_args(bench: &Bench, load: &LoadSpec, json: &Path) -> anyhow::Result<Ve
         "--timeout",
         &dur(bench.request_timeout),
         "--pin",
-        &bench.loader_cores,
+        bench.loader_cores.as_str(),
         "--no-progress",
         "--json",
         &json.to_string_lossy(),
@@ -78,7 +76,7 @@ fn spawn<R: DeserializeOwned>(
     tag: &str,
 ) -> anyhow::Result<LoadgenRun<R>> {
     let _ = std::fs::remove_file(json);
-    let mut argv = vec!["-c".to_string(), bench.loader_cores.clone(), bench.loadgen.to_string_lossy().into()];
+    let mut argv = vec!["-c".to_string(), bench.loader_cores.to_string(), bench.loadgen.to_string_lossy().into()];
     argv.extend(args);
     let out = File::create(bench.logdir.join(format!("{tag}.out")))?;
     let err_path = bench.logdir.join(format!("{tag}.err"));

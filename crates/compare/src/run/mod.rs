@@ -146,9 +146,9 @@ fn run_meta(cfg: &Config) -> RunMeta {
         command: cfg.command.clone(),
         machine,
         layout: records::Layout {
-            server_cores: cfg.server_cores.clone(),
-            loader_cores: cfg.loader_cores.clone(),
-            db_cores: cfg.db_cores.clone(),
+            server_cores: cfg.server_cores.to_string(),
+            loader_cores: cfg.loader_cores.to_string(),
+            db_cores: cfg.db_cores.to_string(),
         },
     }
 }
@@ -162,7 +162,7 @@ fn start_deps(cfg: &Config) -> anyhow::Result<Option<Deps>> {
         return Ok(None);
     }
     let d = Deps::start(&DepsOptions {
-        cores: cfg.db_cores.clone(),
+        cores: cfg.db_cores.to_string(),
         database_url: cfg.database_url.clone(),
         redis_url: cfg.redis_url.clone(),
     })?;

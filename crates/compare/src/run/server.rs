@@ -127,7 +127,7 @@ impl Server {
 
 /// Starts a server and waits for its first 200 on `ready_path`; stopped again on failure.
 pub fn start_ready(spec: &ServerSpec, bench: &Bench, ready_path: &str) -> anyhow::Result<(Server, Duration)> {
-    let mut server = Server::start(spec, &bench.server_cores, &bench.logdir)?;
+    let mut server = Server::start(spec, bench.server_cores.as_str(), &bench.logdir)?;
     match server.wait_ready(ready_path, bench.ready_timeout) {
         Ok(elapsed) => Ok((server, elapsed)),
         Err(e) => {

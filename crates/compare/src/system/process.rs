@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
+use crate::system::cores::Cores;
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group};
 
 /// Process groups (the leader's pid) of children not yet reaped, and the pipe to the reaper that mirrors
@@ -217,7 +218,7 @@ pub fn install_panic_hook() {
 /// Before compare starts any child: itself pinned to the loader's cores (readiness polls and /proc reads stay
 /// off the server's; a failure is only a warning), every child killed on a panic or a signal, and the reaper
 /// started (on those cores too) for a death compare cannot handle.
-pub fn take_charge(loader_cores: &str) -> anyhow::Result<()> {
+pub fn take_charge(loader_cores: &Cores) -> anyhow::Result<()> {
     if let Err(e) = crate::system::procfs::pin_self(loader_cores) {
         eprintln!("warning: could not pin compare to cores {loader_cores}: {e}");
     }

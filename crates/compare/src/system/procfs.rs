@@ -4,7 +4,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
+
+use crate::system::cores::Cores;
 
 /// Clock ticks per second: the unit of /proc/<pid>/stat's CPU times and /proc/stat's counters.
 pub fn clock_ticks() -> u64 {
@@ -130,24 +132,10 @@ pub fn busy_pct(before: CoreTicks, after: CoreTicks) -> f64 {
     100.0 - 100.0 * idle as f64 / total as f64
 }
 
-/// taskset's list syntax: `0`, `0,2`, `1-3`.
-pub fn parse_cores(text: &str) -> anyhow::Result<BTreeSet<usize>> {
-    let mut cores = BTreeSet::new();
-    for part in text.split(',').map(str::trim) {
-        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
-        let (lo, hi): (usize, usize) = match (lo.trim().parse(), hi.trim().parse()) {
-            (Ok(lo), Ok(hi)) if lo <= hi => (lo, hi),
-            _ => bail!("bad core list {text:?} (use e.g. 0, 0,2 or 1-3)"),
-        };
-        cores.extend(lo..=hi);
-    }
-    Ok(cores)
-}
-
 /// Pins the calling thread (and the threads it starts afterwards) to the `taskset -c` list `cores`.
-pub fn pin_self(cores: &str) -> anyhow::Result<()> {
+pub fn pin_self(cores: &Cores) -> anyhow::Result<()> {
     let mut set = rustix::thread::CpuSet::new();
-    for core in parse_cores(cores)? {
+    for &core in cores.set() {
         set.set(core);
     }
     rustix::thread::sched_setaffinity(None, &set)?;
@@ -157,15 +145,6 @@ pub fn pin_self(cores: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn core_lists() {
-        assert_eq!(parse_cores("0").ok(), Some(BTreeSet::from([0])));
-        assert_eq!(parse_cores("0,2-3").ok(), Some(BTreeSet::from([0, 2, 3])));
-        assert!(parse_cores("").is_err());
-        assert!(parse_cores("3-1").is_err());
-        assert!(parse_cores("a").is_err());
-    }
 
     #[test]
     fn own_tree_is_visible() {

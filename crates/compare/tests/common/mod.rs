@@ -8,6 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use compare::run::bench::Bench;
+use compare::system::cores::Cores;
 use serde_json::Value;
 
 pub const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schemas/compare/record.schema.json");
@@ -49,8 +50,8 @@ pub fn bench(logdir: &Path, duration: Duration) -> Bench {
     let (server, loader) = cores();
     Bench {
         loadgen: loadgen(),
-        server_cores: server,
-        loader_cores: loader,
+        server_cores: Cores::parse(&server).expect("cores"),
+        loader_cores: Cores::parse(&loader).expect("cores"),
         warmup: Duration::ZERO,
         duration,
         request_timeout: Duration::from_secs(5),

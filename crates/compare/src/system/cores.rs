@@ -1,0 +1,76 @@
+//! A set of CPU cores in taskset's list syntax (`0`, `0,2`, `1-3`), parsed once where the flag is read: the
+//! set for /proc readings, overlap checks and pinning; the text as given for `taskset -c` and the records.
+
+use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::fmt;
+
+use anyhow::bail;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cores {
+    set: BTreeSet<usize>,
+    text: String,
+}
+
+impl Cores {
+    pub fn parse(text: &str) -> anyhow::Result<Cores> {
+        let mut set = BTreeSet::new();
+        for part in text.split(',').map(str::trim) {
+            let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+            let (lo, hi): (usize, usize) = match (lo.trim().parse(), hi.trim().parse()) {
+                (Ok(lo), Ok(hi)) if lo <= hi => (lo, hi),
+                _ => bail!("bad core list {text:?} (use e.g. 0, 0,2 or 1-3)"),
+            };
+            set.extend(lo..=hi);
+        }
+        Ok(Cores { set, text: text.to_string() })
+    }
+
+    pub fn set(&self) -> &BTreeSet<usize> {
+        &self.set
+    }
+
+    /// How many cores.
+    pub fn count(&self) -> usize {
+        self.set.len()
+    }
+
+    pub fn is_disjoint(&self, other: &Cores) -> bool {
+        self.set.is_disjoint(&other.set)
+    }
+
+    /// The list as given, for `taskset -c`.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl fmt::Display for Cores {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// So a `Command` takes it as an argument as it is (`cmd.arg(&cores)`).
+impl AsRef<OsStr> for Cores {
+    fn as_ref(&self) -> &OsStr {
+        OsStr::new(&self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists() {
+        let c = Cores::parse("0,2-3").expect("cores");
+        assert_eq!((c.set(), c.as_str(), c.count()), (&BTreeSet::from([0, 2, 3]), "0,2-3", 3));
+        assert!(c.is_disjoint(&Cores::parse("1").expect("cores")));
+        assert!(!c.is_disjoint(&Cores::parse("3-4").expect("cores")));
+        for bad in ["", "3-1", "a", "1,"] {
+            assert!(Cores::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}
