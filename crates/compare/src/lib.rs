@@ -19,11 +19,12 @@
 //!   report/                   Markdown tables, SVG charts, the HTML page (also `compare report`)
 //!   calibrate/                loadgen against wrk on the same servers (`compare calibrate`)
 //!   images, floor             `compare images`; the floor server (`compare floor`)
-//!   system/                   processes and their groups, /proc, a raw HTTP client
+//!   system/                   processes and their groups, /proc, core lists, a raw HTTP client
 //! ```
 //!
-//! Dependencies point down this list: plan knows nothing of run, run nothing of report, and nothing
-//! imports cli.
+//! Imports follow the flow: plan knows nothing of run or report, report reads records (and asks the
+//! workload type), run renders the report when it ends, and nothing imports cli. `table`, `format` and
+//! `stats` are shared leaves.
 //!
 //! ```text
 //! bash bench/setup.sh && bash scripts/install-test-deps.sh
