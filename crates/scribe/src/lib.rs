@@ -16,6 +16,16 @@ pub mod row_text;
 pub mod schemas;
 pub mod store;
 
+// diff-match-patch on UTF-16 code units, under `history` (its module docs say why it is ours and not the crate's).
+mod diff;
+#[cfg(test)]
+mod dmp_fixtures;
+mod js_unit;
+mod js_uri;
+mod patch;
+mod patch_apply;
+mod patch_make;
+
 use std::sync::Arc;
 use std::time::Duration;
 
