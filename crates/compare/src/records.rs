@@ -354,3 +354,16 @@ pub fn machine_info() -> Machine {
     .to_string();
     Machine { hostname, cpus, cpu_model, kernel }
 }
+
+/// A record of a fixed test run (host `h`, server core 0, loader and databases on core 1), for unit tests
+/// that build records by hand.
+#[cfg(test)]
+pub fn test_record(workload: &str, runtime: &str, kind: Kind, round: u32) -> Record {
+    let meta = RunMeta {
+        run_id: "t".into(),
+        command: vec![],
+        machine: Machine { hostname: "h".into(), cpus: 2, cpu_model: None, kernel: "k".into() },
+        layout: Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+    };
+    Record::new(&meta, workload, runtime, None, kind, round)
+}

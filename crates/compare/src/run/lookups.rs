@@ -182,16 +182,10 @@ pub fn disagreements(round: &[Record]) -> Vec<(usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::{Kind, RunMeta};
+    use crate::records::Kind;
 
     fn rec(rt: &str, round: u32, ops_per_s: f64, found: u64) -> Record {
-        let meta = RunMeta {
-            run_id: "t".into(),
-            command: vec![],
-            machine: crate::records::Machine { hostname: "h".into(), cpus: 2, cpu_model: None, kernel: "k".into() },
-            layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
-        };
-        let mut r = Record::new(&meta, "metadata", rt, None, Kind::Lookups, round);
+        let mut r = crate::records::test_record("metadata", rt, Kind::Lookups, round);
         r.lookups =
             Some(LookupRun { iterations: 1000, seconds: 1000.0 / ops_per_s, ops_per_s, found, bytes: 7 * found });
         r
