@@ -32,7 +32,7 @@ import DiffMatchPatch from "diff-match-patch";
 import pg from "pg";
 import { createClient } from "redis";
 
-// The record envelope (DESIGN.md, schemas/default.table.schema.json).
+// The record envelope: the same rules as schemas/default.table.schema.json, which scribe-rs compiles in.
 export const DEFAULT_SCHEMA = Object.freeze({
   type: "object",
   properties: {
