@@ -864,7 +864,7 @@ fn bench_script_runs_end_to_end_and_fails_on_wrong_answers() {
     let argv = argv.chain(["--ids".into(), ids.display().to_string()]);
     let config = <metadata::Config as clap::Parser>::try_parse_from(argv).expect("gen-data arguments");
     let Some(metadata::config::Command::GenData(gen_args)) = &config.command else { panic!("not gen-data") };
-    metadata::gen_data::run(gen_args).expect("gen-data");
+    metadata_dataset::run(gen_args).expect("gen-data");
     let argv = ["metadata-rs".to_string(), format!("--db={}", db.display())];
     let settings = <metadata::Config as clap::Parser>::try_parse_from(argv).expect("args").resolve().expect("resolves");
     let meta = metadata::start(settings, listeners(), one_worker()).expect("metadata-rs starts");

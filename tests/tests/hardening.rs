@@ -223,7 +223,7 @@ impl Server {
                 redis = Some(cache);
             }
             Kind::Metadata | Kind::Ladder => {
-                let gen_args = metadata::gen_data::GenDataArgs {
+                let gen_args = metadata_dataset::GenDataArgs {
                     db: dir.path().join("metadata.db"),
                     ids: dir.path().join("sample_ids.txt"),
                     rows: 200,
@@ -232,7 +232,7 @@ impl Server {
                     absent_percent: 0.0,
                     force: false,
                 };
-                metadata::gen_data::run(&gen_args).expect("gen-data");
+                metadata_dataset::run(&gen_args).expect("gen-data");
                 let ids = std::fs::read_to_string(&gen_args.ids).expect("sample ids");
                 sample_id = ids.lines().next().expect("a sample id").trim().to_string();
                 args.extend(["--db".to_string(), gen_args.db.display().to_string()]);

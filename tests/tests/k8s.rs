@@ -691,7 +691,7 @@ fn probe(objects: &[Object], name: &str, server: &serve::Server) -> BTreeMap<&'s
 }
 
 /// The init container's gen-data command, parsed by metadata-rs itself.
-fn gen_data_args(objects: &[Object]) -> metadata::gen_data::GenDataArgs {
+fn gen_data_args(objects: &[Object]) -> metadata_dataset::GenDataArgs {
     let deployment = find(objects, "Deployment", "metadata-rs");
     let init = array_at(deployment.pod_spec(), "/initContainers");
     assert_eq!(init.len(), 1);
@@ -741,7 +741,7 @@ fn probe_paths_answer_as_the_manifests_expect() {
     args.db = dir.path().join("metadata.db");
     args.ids = dir.path().join("sample_ids.txt");
     args.rows = 2000;
-    metadata::gen_data::run(&args).expect("gen-data");
+    metadata_dataset::run(&args).expect("gen-data");
     let metadata = start_server(&objects, "metadata-rs", &[("METADATA_DB", args.db.display().to_string())]);
     for (probe, (status, body)) in probe(&objects, "metadata-rs", &metadata) {
         assert_eq!(status, 200, "metadata-rs {probe}: {body}");

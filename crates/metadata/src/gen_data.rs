@@ -1,12 +1,10 @@
 //! `metadata-rs gen-data`: the command line around [metadata_dataset], which writes the dataset. The generator
-//! lives in its own crate so compare and ladder-rs's tests can call it without linking this server; its API
-//! is re-exported here because [`crate::config::Command::GenData`] carries its arguments, so callers that
-//! parse metadata-rs's command line (the end-to-end tests do) can run what they parsed.
+//! lives in its own crate so compare and the tests can call it without linking this server.
 
 use std::io::Write;
 use std::time::Instant;
 
-pub use metadata_dataset::{GenDataArgs, GenError, Generated, REGIONS, run};
+use metadata_dataset::{GenDataArgs, run};
 
 /// Runs `gen-data` from the command line: one summary line on success, one error line and exit 1 on failure.
 pub fn main(args: &GenDataArgs) -> ! {
