@@ -367,3 +367,12 @@ pub fn test_record(workload: &str, runtime: &str, kind: Kind, round: u32) -> Rec
     };
     Record::new(&meta, workload, runtime, None, kind, round)
 }
+
+/// A DB-only run's record of the fixed test run: `ops_per_s` lookups a second over 1000, `found` of them
+/// present, 7 bytes built per found one.
+#[cfg(test)]
+pub fn test_lookup_record(runtime: &str, round: u32, ops_per_s: f64, found: u64) -> Record {
+    let mut r = test_record("metadata", runtime, Kind::Lookups, round);
+    r.lookups = Some(LookupRun { iterations: 1000, seconds: 1000.0 / ops_per_s, ops_per_s, found, bytes: 7 * found });
+    r
+}

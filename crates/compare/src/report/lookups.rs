@@ -45,14 +45,7 @@ pub fn table(out: &mut String, records: &[Record], workload: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::LookupRun;
-
-    fn rec(rt: &str, round: u32, ops_per_s: f64, found: u64) -> Record {
-        let mut r = crate::records::test_record("metadata", rt, Kind::Lookups, round);
-        r.lookups =
-            Some(LookupRun { iterations: 1000, seconds: 1000.0 / ops_per_s, ops_per_s, found, bytes: 7 * found });
-        r
-    }
+    use crate::records::test_lookup_record as rec;
 
     #[test]
     fn table_per_runtime() {

@@ -182,14 +182,7 @@ pub fn disagreements(round: &[Record]) -> Vec<(usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::Kind;
-
-    fn rec(rt: &str, round: u32, ops_per_s: f64, found: u64) -> Record {
-        let mut r = crate::records::test_record("metadata", rt, Kind::Lookups, round);
-        r.lookups =
-            Some(LookupRun { iterations: 1000, seconds: 1000.0 / ops_per_s, ops_per_s, found, bytes: 7 * found });
-        r
-    }
+    use crate::records::test_lookup_record as rec;
 
     #[test]
     fn agreement() {
