@@ -3,10 +3,10 @@
 //! a PostgreSQL outage under a concurrent writer, and `compare images` on the images just built.
 //!
 //! scripts/compose-check.sh builds the images, starts the stack and the bench profile, waits for every health
-//! check, then runs these tests (`cargo test -p e2e --test stack -- --ignored --test-threads 1`). They are
-//! ignored by default so that a workspace `cargo test` does not run them against a stack that is not there,
-//! and they fail, never skip, when it is not: a missing variable below, or a port nothing listens on, is a
-//! failure that says so.
+//! check, then runs these tests one by one, by name, in the order its `stack_order` gives (the bench check
+//! after the smoke checks: see the comment there). They are ignored by default so that a workspace `cargo test`
+//! does not run them against a stack that is not there, and they fail, never skip, when it is not: a missing
+//! variable below, or a port nothing listens on, is a failure that says so.
 //!
 //! What they need to drive the engine comes from the script, through the environment:
 //! - `COMPOSE_CHECK_COMPOSE`: the compose command line (`docker-compose --no-ansi`), split on spaces; it runs in
