@@ -3,9 +3,9 @@
 
 /**
  * Bun. Bun.serve on cfg.host:cfg.port with `fetch` as the handler; `reusePort` is what bunProcesses()
- * returned.
+ * returned; `tlsOptions` is bunTls() of ../tls.mjs ({} for plain HTTP).
  */
-export function bunServe(cfg, reusePort, fetch) {
+export function bunServe(cfg, reusePort, fetch, tlsOptions = {}) {
   return Bun.serve({
     port: cfg.port,
     hostname: cfg.host,
@@ -13,6 +13,7 @@ export function bunServe(cfg, reusePort, fetch) {
     development: false,
     reusePort,
     fetch,
+    ...tlsOptions,
   });
 }
 

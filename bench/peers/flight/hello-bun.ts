@@ -11,9 +11,12 @@
 //   GET /healthz   -> 200 {"status":"ok"}                   application/json
 //   anything else  -> 404 {"error":"not found"}             application/json
 // Env: PORT (default 3000), HOSTNAME (default 127.0.0.1), PEER_PROCESSES (default 1: one process;
-// N > 1: N processes on the port with reusePort, see ../processes.mjs).
+// N > 1: N processes on the port with reusePort, see ../processes.mjs), TLS_CERT and TLS_KEY (both: HTTPS
+// through Bun.serve's `tls`) and TLS_RESUME (see ../tls.mjs).
 // @ts-ignore -- plain ESM module without type declarations
-import { bunProcesses } from "../processes.mjs";
+import { bunProcesses, configOrExit } from "../processes.mjs";
+// @ts-ignore -- plain ESM module without type declarations
+import { bunTls, scheme, tlsFromEnv } from "../tls.mjs";
 
 const HELLO = JSON.stringify({ message: "Hello from Flight!" });
 const HEALTH = JSON.stringify({ status: "ok" });
@@ -23,6 +26,8 @@ const JSON_HEADERS = { "content-type": "application/json" };
 
 const json = (body: string, status = 200) => new Response(body, { status, headers: JSON_HEADERS });
 
+// TLS_CERT / TLS_KEY read and checked before any copy is spawned or the port is bound (exit 64 if bad).
+const tls = configOrExit("hello-bun", tlsFromEnv);
 // PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
 const reusePort = bunProcesses("hello-bun");
 
@@ -40,7 +45,8 @@ const server = Bun.serve({
   fetch() {
     return json(NOT_FOUND, 404);
   },
+  ...bunTls(tls),
 });
 
 // One line once listening: the harness polls HTTP for readiness, a person reads this.
-console.log(`bun ${Bun.version} listening on http://${server.hostname}:${server.port}`);
+console.log(`bun ${Bun.version} listening on ${scheme(tls)}://${server.hostname}:${server.port}`);

@@ -9,9 +9,17 @@
 //   GET /api/hello -> 200 {"message":"Hello from Flight!"}  application/json
 //   GET /healthz   -> 200 {"status":"ok"}                   application/json
 //   anything else  -> 404 {"error":"not found"}             application/json
-// Env: PORT (default 3000), HOSTNAME (default 127.0.0.1).
+// Env: PORT (default 3000), HOSTNAME (default 127.0.0.1), TLS_CERT and TLS_KEY (both: HTTPS, Koa's
+// handler on node:https as its docs show) and TLS_RESUME (see ../tls.mjs).
+import http from "node:http";
+import https from "node:https";
 import Koa from "koa";
 import Router from "@koa/router";
+import { configOrExit } from "../processes.mjs";
+import { nodeTlsOptions, scheme, tlsFromEnv } from "../tls.mjs";
+
+// TLS_CERT / TLS_KEY read and checked before the port is bound (exit 64 if bad).
+const tls = configOrExit("hello-koa", tlsFromEnv);
 
 const app = new Koa();
 const router = new Router();
@@ -32,8 +40,11 @@ app.use((ctx) => json(ctx, 404, { error: "not found" }));
 
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOSTNAME ?? "127.0.0.1";
-const server = app.listen(port, host, () => {
-  console.log(`koa on node ${process.version} listening on http://${host}:${port}`);
+// app.listen(...) is http.createServer(app.callback()).listen(...): the same, spelled out for both schemes.
+const handler = app.callback();
+const server = tls === null ? http.createServer(handler) : https.createServer(nodeTlsOptions(tls), handler);
+server.listen(port, host, () => {
+  console.log(`koa on node ${process.version} listening on ${scheme(tls)}://${host}:${port}`);
 });
 
 process.on("SIGTERM", () => {

@@ -8,10 +8,15 @@
 //   GET /healthz   -> 200 {"status":"ok"}                   application/json
 //   anything else  -> 404 {"error":"not found"}             application/json
 // Env: PORT (default 3000), HOSTNAME (default 127.0.0.1), PEER_PROCESSES (default 1: one process;
-// N > 1: a node:cluster primary and N workers, see ../processes.mjs).
+// N > 1: a node:cluster primary and N workers, see ../processes.mjs), TLS_CERT and TLS_KEY (both: HTTPS
+// through node:https) and TLS_RESUME (see ../tls.mjs).
 import http from "node:http";
-import { clusterPrimary } from "../processes.mjs";
+import https from "node:https";
+import { clusterPrimary, configOrExit } from "../processes.mjs";
+import { nodeTlsOptions, scheme, tlsFromEnv } from "../tls.mjs";
 
+// TLS_CERT / TLS_KEY read and checked before any worker is forked or the port is bound (exit 64 if bad).
+const tls = configOrExit("hello-node", tlsFromEnv);
 // PEER_PROCESSES=N > 1: this process becomes the cluster primary and stops here; workers go on.
 await clusterPrimary("hello-node");
 
@@ -26,7 +31,7 @@ function send(res, status, body) {
   res.end(body);
 }
 
-const server = http.createServer((req, res) => {
+function onRequest(req, res) {
   if (req.method === "GET" || req.method === "HEAD") {
     // Ignore any query string, as Bun's route table does.
     const q = req.url.indexOf("?");
@@ -35,12 +40,14 @@ const server = http.createServer((req, res) => {
     if (path === "/healthz") return send(res, 200, HEALTH);
   }
   send(res, 404, NOT_FOUND);
-});
+}
+
+const server = tls === null ? http.createServer(onRequest) : https.createServer(nodeTlsOptions(tls), onRequest);
 
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOSTNAME ?? "127.0.0.1";
 server.listen(port, host, () => {
-  console.log(`node ${process.version} listening on http://${host}:${port}`);
+  console.log(`node ${process.version} listening on ${scheme(tls)}://${host}:${port}`);
 });
 
 // Exit promptly on SIGTERM (the harness stops servers that way); without a handler

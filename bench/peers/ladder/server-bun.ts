@@ -3,6 +3,7 @@
 //   LADDER_DB=/tmp/metadata.db DATABASE_URL=postgres://postgres@127.0.0.1:5432/ladder \
 //     bun run bench/peers/ladder/server-bun.ts
 // PEER_PROCESSES (1: one process; N > 1: N processes on the port with reusePort, see ../processes.mjs).
+// TLS_CERT and TLS_KEY (both: HTTPS through Bun.serve's `tls`), TLS_RESUME: see ../tls.mjs.
 import { Database } from "bun:sqlite";
 // @ts-ignore -- plain ESM module without type declarations
 import { BODY_LIMIT, CONTENT_TYPE, PRAGMAS, TOO_LARGE, VIDEO_SQL, configFromEnv, createApp, targetOfUrl } from "./ladder.mjs";
@@ -12,8 +13,12 @@ import { bunProcesses, configOrExit } from "../processes.mjs";
 import { bunResponse, bunServe } from "../serving.mjs";
 // @ts-ignore -- plain ESM module without type declarations
 import { prepareReadOnly } from "../sqlite.mjs";
+// @ts-ignore -- plain ESM module without type declarations
+import { bunTls, scheme, tlsFromEnv } from "../tls.mjs";
 
 const cfg: ReturnType<typeof configFromEnv> = configOrExit("ladder-bun", configFromEnv);
+// TLS_CERT / TLS_KEY read and checked before any copy is spawned or the port is bound (exit 64 if bad).
+const tls = configOrExit("ladder-bun", tlsFromEnv);
 // PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
 const reusePort = bunProcesses("ladder-bun");
 
@@ -58,7 +63,7 @@ function onRequest(req: Request): Response | Promise<Response> {
   return climb(routed, req);
 }
 
-const server = bunServe(cfg, reusePort, onRequest);
+const server = bunServe(cfg, reusePort, onRequest, bunTls(tls));
 
 async function climb(rung: string, req: Request): Promise<Response> {
   const bytes = await readBody(req);
@@ -67,7 +72,7 @@ async function climb(rung: string, req: Request): Promise<Response> {
 }
 
 // One line once listening: the harness polls HTTP for readiness, a person reads this.
-console.log(`ladder peer: bun ${Bun.version} listening on http://${server.hostname}:${server.port}`);
+console.log(`ladder peer: bun ${Bun.version} listening on ${scheme(tls)}://${server.hostname}:${server.port}`);
 
 // The harness stops servers with SIGTERM: stop listening, close the pool, exit 0.
 process.on("SIGTERM", () => {

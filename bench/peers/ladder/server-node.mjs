@@ -3,14 +3,19 @@
 //   LADDER_DB=/tmp/metadata.db DATABASE_URL=postgres://postgres@127.0.0.1:5432/ladder \
 //     node --disable-warning=ExperimentalWarning bench/peers/ladder/server-node.mjs
 // PEER_PROCESSES (1: one process; N > 1: a node:cluster primary and N workers, see ../processes.mjs).
+// TLS_CERT and TLS_KEY (both: HTTPS through node:https), TLS_RESUME: see ../tls.mjs.
 import http from "node:http";
+import https from "node:https";
 import { DatabaseSync } from "node:sqlite";
 import { BODY_LIMIT, CONTENT_TYPE, PRAGMAS, TOO_LARGE, VIDEO_SQL, configFromEnv, createApp } from "./ladder.mjs";
 import { nodeSend } from "../serving.mjs";
 import { clusterPrimary, configOrExit } from "../processes.mjs";
 import { prepareReadOnly } from "../sqlite.mjs";
+import { nodeTlsOptions, scheme, tlsFromEnv } from "../tls.mjs";
 
 const cfg = configOrExit("ladder-node", configFromEnv);
+// TLS_CERT / TLS_KEY read and checked before any worker is forked or the port is bound (exit 64 if bad).
+const tls = configOrExit("ladder-node", tlsFromEnv);
 // PEER_PROCESSES=N > 1: this process becomes the cluster primary and stops here; workers go on.
 await clusterPrimary("ladder-node");
 
@@ -22,7 +27,7 @@ function openSqlite(path) {
 
 const app = createApp(cfg, openSqlite);
 
-const server = http.createServer((req, res) => {
+function onRequest(req, res) {
   const routed = app.route(req.method, req.url, req.headers["content-length"]);
   if (typeof routed !== "string") {
     req.resume(); // drain whatever body came along
@@ -50,10 +55,12 @@ const server = http.createServer((req, res) => {
     if (typeof r.then === "function") r.then((x) => nodeSend(res, x, CONTENT_TYPE));
     else nodeSend(res, r, CONTENT_TYPE);
   });
-});
+}
+
+const server = tls === null ? http.createServer(onRequest) : https.createServer(nodeTlsOptions(tls), onRequest);
 
 server.listen(cfg.port, cfg.host, () => {
-  console.log(`ladder peer: node ${process.version} listening on http://${cfg.host}:${cfg.port}`);
+  console.log(`ladder peer: node ${process.version} listening on ${scheme(tls)}://${cfg.host}:${cfg.port}`);
 });
 
 // The harness stops servers with SIGTERM: stop listening, drop keep-alive connections, close the pool, exit 0.

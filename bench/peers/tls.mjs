@@ -1,0 +1,96 @@
+// TLS for the peers (issue 32): the ladder and hello servers, Bun and Node, serve HTTPS when given a
+// certificate and key, and plain HTTP exactly as before when not.
+//
+// Env (read once, before any process is started or any port is bound):
+//   TLS_CERT    PEM certificate chain (the leaf first), a file path
+//   TLS_KEY     PEM private key of that leaf, a file path
+//               Both or neither (unset and empty are the same). One without the other, a file that cannot
+//               be read, one that holds no certificate / no private key, or a key that does not belong to
+//               the certificate: one line on stderr naming the variable and file, exit 64.
+//   TLS_RESUME  on (default; unset or empty) | off. Only read with TLS on.
+//               on:  each runtime's own default resumption. Bun.serve (BoringSSL): stateless session
+//                    tickets (two per full TLS 1.3 handshake, keys random per process); for TLS 1.2 also
+//                    BoringSSL's in-memory session-ID cache. node:https (OpenSSL 3): stateless tickets (two
+//                    per full TLS 1.3 handshake, keys random per process); node has no internal cache.
+//               off: SSL_OP_NO_TICKET on both (the same bit, 0x4000, in OpenSSL and BoringSSL). Bun then
+//                    sends no ticket and TLS 1.3 cannot resume; TLS 1.2 session IDs still resume from
+//                    BoringSSL's cache (Bun.serve has no option to turn that cache off). Node then issues
+//                    stateful TLS 1.3 tickets that no server-side cache backs (no 'resumeSession' listener),
+//                    so nothing resumes on either version; OpenSSL still writes two tickets per handshake.
+// Protocol: what each runtime does by default, nothing pinned here (TLS 1.2 and 1.3 both offered; the
+// client's cipher suite and group offer decides): a harness pins by what its client offers. ALPN:
+// node:https selects `http/1.1` (and refuses a client offering only h2 with an alert); Bun.serve has no
+// ALPN on its server side at all (no protocol selected, HTTP/1.1 spoken).
+
+import { readFileSync } from "node:fs";
+import { X509Certificate, createPrivateKey } from "node:crypto";
+
+/** OpenSSL's and BoringSSL's SSL_OP_NO_TICKET. */
+export const SSL_OP_NO_TICKET = 0x4000;
+
+/**
+ * The TLS settings from the environment: null when TLS_CERT and TLS_KEY are both unset, else
+ * { cert, key (PEM text), certPath, keyPath, resume (boolean) }. Throws an Error with a one-line message
+ * (for configOrExit in processes.mjs) on a bad setting.
+ */
+export function tlsFromEnv(env = process.env) {
+  const certPath = env.TLS_CERT ?? "";
+  const keyPath = env.TLS_KEY ?? "";
+  if (certPath === "" && keyPath === "") return null;
+  if (keyPath === "") throw new Error(`TLS_CERT is set (${certPath}) but TLS_KEY is not: give both or neither`);
+  if (certPath === "") throw new Error(`TLS_KEY is set (${keyPath}) but TLS_CERT is not: give both or neither`);
+  const cert = readPem("TLS_CERT", certPath);
+  const key = readPem("TLS_KEY", keyPath);
+  let x509;
+  try {
+    x509 = new X509Certificate(cert);
+  } catch {
+    throw new Error(`TLS_CERT ${certPath}: no PEM certificate in the file`);
+  }
+  let privateKey;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch {
+    throw new Error(`TLS_KEY ${keyPath}: no unencrypted PEM private key in the file`);
+  }
+  if (!x509.checkPrivateKey(privateKey)) {
+    throw new Error(`TLS_KEY ${keyPath}: does not match the certificate in ${certPath}`);
+  }
+  const rawResume = env.TLS_RESUME ?? "";
+  if (!["", "on", "off"].includes(rawResume)) {
+    throw new Error(`TLS_RESUME must be on or off, not ${JSON.stringify(rawResume)}`);
+  }
+  return { cert, key, certPath, keyPath, resume: rawResume !== "off" };
+}
+
+function readPem(name, path) {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (e) {
+    throw new Error(`${name} ${path}: cannot read the file (${e.code ?? e.message})`);
+  }
+}
+
+/** "https" with TLS, else "http": for the listening line. */
+export function scheme(tls) {
+  return tls === null ? "http" : "https";
+}
+
+/**
+ * Bun. The options to spread into Bun.serve's: {} without TLS (the plaintext server's options stay exactly
+ * what they were), else { tls }. Bun.serve takes no ALPN setting on its server side (it ignores
+ * ALPNProtocols there), so none is given.
+ */
+export function bunTls(tls) {
+  if (tls === null) return {};
+  const options = { cert: tls.cert, key: tls.key };
+  if (!tls.resume) options.secureOptions = SSL_OP_NO_TICKET;
+  return { tls: options };
+}
+
+/** Node. The options for https.createServer (only called with TLS on). */
+export function nodeTlsOptions(tls) {
+  const options = { cert: tls.cert, key: tls.key, ALPNProtocols: ["http/1.1"] };
+  if (!tls.resume) options.secureOptions = SSL_OP_NO_TICKET;
+  return options;
+}
