@@ -8,19 +8,24 @@
 //               be read, one that holds no certificate / no private key, or a key that does not belong to
 //               the certificate: one line on stderr naming the variable and file, exit 64.
 //   TLS_RESUME  on (default; unset or empty) | off. Only read with TLS on.
-//               on:  each runtime's own default resumption. Bun.serve (BoringSSL): stateless session
-//                    tickets (two per full TLS 1.3 handshake, keys random per process); for TLS 1.2 also
-//                    BoringSSL's in-memory session-ID cache. node:https (OpenSSL 3): stateless tickets (two
-//                    per full TLS 1.3 handshake, keys random per process); node has no internal cache.
-//               off: SSL_OP_NO_TICKET on both (the same bit, 0x4000, in OpenSSL and BoringSSL). Bun then
-//                    sends no ticket and TLS 1.3 cannot resume; TLS 1.2 session IDs still resume from
-//                    BoringSSL's cache (Bun.serve has no option to turn that cache off). Node then issues
-//                    stateful TLS 1.3 tickets that no server-side cache backs (no 'resumeSession' listener),
-//                    so nothing resumes on either version; OpenSSL still writes two tickets per handshake.
-// Protocol: what each runtime does by default, nothing pinned here (TLS 1.2 and 1.3 both offered; the
-// client's cipher suite and group offer decides): a harness pins by what its client offers. ALPN:
-// node:https selects `http/1.1` (and refuses a client offering only h2 with an alert); Bun.serve has no
-// ALPN on its server side at all (no protocol selected, HTTP/1.1 spoken).
+//               on:  each runtime's own default resumption, which is stateless session tickets only (keys
+//                    random per process, so with PEER_PROCESSES > 1 a ticket resumes only on the process
+//                    that issued it). Bun.serve (BoringSSL): two tickets after a full TLS 1.3 handshake, one
+//                    in TLS 1.2, lifetime hint 48 h; no session-ID resumption (TLS 1.2 without tickets
+//                    does not resume). node:https (OpenSSL 3.5): two tickets after a full TLS 1.3
+//                    handshake, one in TLS 1.2 (hint 7200 s); node keeps no server-side session cache
+//                    unless 'newSession'/'resumeSession' listeners are added (these peers add none).
+//               off: SSL_OP_NO_TICKET on both (the same bit, 0x4000, in OpenSSL and BoringSSL): nothing
+//                    resumes, TLS 1.3 or 1.2. Bun then sends no ticket at all. OpenSSL still sends two
+//                    (stateful) tickets after each full TLS 1.3 handshake, which no cache backs, so they
+//                    never resume: node has no setting for OpenSSL's ticket count.
+// Protocol: each runtime's defaults, nothing pinned here (TLS 1.2 and 1.3, minimum 1.2 on both); a harness
+// pins by what its client offers, and must offer exactly one suite and one group: node:https picks by its
+// own order (TLS_AES_256_GCM_SHA384 first, whatever the client prefers), Bun.serve by the client's order.
+// Groups: node takes the client's first key share (P-256 if offered first), Bun.serve X25519 whenever
+// offered. ALPN: node:https selects `http/1.1` (and refuses a client offering
+// only h2 with an alert); Bun.serve does no ALPN on its server side at all (no protocol selected, whatever
+// the client offers; HTTP/1.1 spoken). Plain HTTP sent to the TLS port: both close without a byte back.
 
 import { readFileSync } from "node:fs";
 import { X509Certificate, createPrivateKey } from "node:crypto";
