@@ -14,7 +14,8 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand,
 // Where these lived before the settings moved out of this module; callers may still name them here.
 pub use crate::rate::{Rate, Schedule};
 use crate::settings::{
-    CapacitySettings, ExpectSettings, OutputSettings, RequestLogSettings, RequestSettings, RunSettings,
+    CapacitySettings, ExpectSettings, OutputSettings, RequestLogSettings, RequestSettings, RunSettings, TlsSettings,
+    TlsVersion, Trust,
 };
 pub use crate::settings::{EngineChoice, Pick};
 
@@ -64,7 +65,8 @@ pub enum Command {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Target, e.g. http://127.0.0.1:3000/api/hello (http only).
+    /// Target, e.g. http://127.0.0.1:3000/api/hello or https://localhost:3443/ (https needs --cacert or
+    /// --insecure).
     #[arg(required = true)]
     pub url: Option<String>,
     /// Worker threads, each with its own event loop, connections and histogram.
@@ -104,6 +106,31 @@ pub struct RunArgs {
     /// `auto` takes io_uring where the kernel allows it and says so on stderr when it falls back to epoll.
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto, env = "LOADGEN_ENGINE")]
     pub engine: EngineChoice,
+    /// Close each connection after N responses and open a new one (connection churn, plaintext or TLS): the
+    /// Nth request carries `Connection: close`. Without it, connections are kept alive.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests_per_conn: Option<u64>,
+    /// https: trust the CA certificate(s) in this PEM file (no system roots are read).
+    #[arg(long, conflicts_with = "insecure")]
+    pub cacert: Option<PathBuf>,
+    /// https: accept any server certificate (its handshake signature is still verified).
+    #[arg(long)]
+    pub insecure: bool,
+    /// https: resume TLS sessions (an in-memory ticket store per thread), or a full handshake on every new
+    /// connection (off). Default: on.
+    #[arg(long, value_enum)]
+    pub tls_resume: Option<Switch>,
+    /// https: offer exactly this TLS version (default: 1.3 and 1.2).
+    #[arg(long, value_enum)]
+    pub tls_version: Option<TlsVersion>,
+    /// https: cipher suites to offer, by name, comma-separated (e.g. TLS13_AES_128_GCM_SHA256). Default:
+    /// rustls's (AES-256-GCM, AES-128-GCM, ChaCha20-Poly1305; ECDHE-ECDSA/RSA for 1.2).
+    #[arg(long, value_delimiter = ',')]
+    pub tls_cipher: Vec<String>,
+    /// https: key-exchange groups to offer, by name, comma-separated (x25519, secp256r1, secp384r1,
+    /// x25519mlkem768). Default: x25519 alone, so every server negotiates the same.
+    #[arg(long, value_delimiter = ',')]
+    pub tls_group: Vec<String>,
     /// Open loop: total requests per second over all threads. Latency is then measured from each request's
     /// intended send time (corrected for coordinated omission). Without it: closed loop, like wrk.
     /// `START:END` with --ramp: the rate climbs (or falls) linearly from START to END.
@@ -262,6 +289,7 @@ impl RunArgs {
         let target = crate::target::parse(url)?;
         let pins = self.pin.as_deref().map(parse_cpus).transpose()?;
         self.check_rate()?;
+        let tls = self.tls_settings(target.tls)?;
         Ok(RunSettings {
             target,
             threads: self.threads as usize,
@@ -276,6 +304,8 @@ impl RunArgs {
             ramp: self.ramp,
             schedule: self.schedule,
             seed: self.seed,
+            requests_per_conn: self.requests_per_conn,
+            tls,
             requests: RequestSettings {
                 method: self.method.clone(),
                 headers: self.headers.clone(),
@@ -329,6 +359,43 @@ impl RunArgs {
             _ => Ok(()),
         }
     }
+
+    /// The TLS flags: for an https URL, whom to trust (one of --cacert and --insecure) and what to offer; for
+    /// an http URL, none of them.
+    fn tls_settings(&self, https: bool) -> Result<Option<TlsSettings>, String> {
+        if !https {
+            let given = self.cacert.is_some()
+                || self.insecure
+                || self.tls_resume.is_some()
+                || self.tls_version.is_some()
+                || !self.tls_cipher.is_empty()
+                || !self.tls_group.is_empty();
+            return if given {
+                Err("--cacert, --insecure and --tls-* apply to https:// URLs only".into())
+            } else {
+                Ok(None)
+            };
+        }
+        let trust = match (&self.cacert, self.insecure) {
+            (Some(path), _) => Trust::CaFile(path.clone()),
+            (None, true) => Trust::Insecure,
+            (None, false) => return Err("an https:// URL needs --cacert PATH (the CA to trust) or --insecure".into()),
+        };
+        Ok(Some(TlsSettings {
+            trust,
+            resume: !matches!(self.tls_resume, Some(Switch::Off)),
+            version: self.tls_version,
+            ciphers: self.tls_cipher.clone(),
+            groups: self.tls_group.clone(),
+        }))
+    }
+}
+
+/// `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
 }
 
 impl CapacityArgs {
@@ -388,6 +455,16 @@ impl ValueEnum for EngineChoice {
             EngineChoice::Uring => "uring",
             EngineChoice::Epoll => "epoll",
         }))
+    }
+}
+
+impl ValueEnum for TlsVersion {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[TlsVersion::V1_2, TlsVersion::V1_3]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()))
     }
 }
 
@@ -546,7 +623,36 @@ mod tests {
         ] {
             assert_eq!(run_settings(args).err().as_deref(), Some(says), "{args}");
         }
-        assert!(run_settings("https://127.0.0.1:1/").is_err_and(|e| e.contains("https is not supported")));
+        assert!(run_settings("https://127.0.0.1:1/").is_err_and(|e| e.contains("needs --cacert PATH")));
+        assert!(run_settings("--insecure http://127.0.0.1:1/").is_err_and(|e| e.contains("https:// URLs only")));
+        assert!(run_settings("--tls-resume off http://127.0.0.1:1/").is_err_and(|e| e.contains("https:// URLs only")));
+        assert!(cli_err("--cacert ca.pem --insecure https://127.0.0.1:1/").contains("cannot be used with"));
+        assert!(cli_err("--requests-per-conn 0 http://127.0.0.1:1/").contains("0"));
+    }
+
+    fn cli_err(args: &str) -> String {
+        match parse_from(std::iter::once("loadgen").chain(args.split_whitespace())) {
+            Ok(_) => panic!("{args}: accepted"),
+            Err(e) => error_line(&e),
+        }
+    }
+
+    #[test]
+    fn tls_flags_become_settings() {
+        let s = run_settings(
+            "--cacert ca.pem --tls-resume off --tls-version 1.2 --tls-cipher A,B --tls-group x25519 \
+             --requests-per-conn 10 https://localhost:8443/",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let tls = s.tls.unwrap_or_else(|| panic!("no TLS settings"));
+        assert_eq!(tls.trust, Trust::CaFile(PathBuf::from("ca.pem")));
+        assert_eq!((tls.resume, tls.version), (false, Some(TlsVersion::V1_2)));
+        assert_eq!((tls.ciphers, tls.groups), (vec!["A".to_string(), "B".to_string()], vec!["x25519".to_string()]));
+        assert_eq!(s.requests_per_conn, Some(10));
+        let s = run_settings("--insecure https://127.0.0.1:1/").unwrap_or_else(|e| panic!("{e}"));
+        let tls = s.tls.unwrap_or_else(|| panic!("no TLS settings"));
+        assert_eq!((tls.trust, tls.resume, tls.version), (Trust::Insecure, true, None));
+        assert!(run_settings("http://127.0.0.1:1/").is_ok_and(|s| s.tls.is_none() && s.requests_per_conn.is_none()));
     }
 
     #[test]
@@ -581,6 +687,7 @@ mod tests {
         assert_eq!(names::<EngineChoice>(), ["auto", "uring", "epoll"]);
         assert_eq!(names::<Pick>(), ["random", "round-robin"]);
         assert_eq!(names::<Schedule>(), ["uniform", "poisson"]);
+        assert_eq!(names::<TlsVersion>(), ["1.2", "1.3"]);
         assert_eq!(cli("--pick round-robin http://127.0.0.1:1/").run.pick, Pick::RoundRobin);
     }
 }

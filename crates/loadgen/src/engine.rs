@@ -2,16 +2,25 @@
 //! happened to them. Two engines provide it: `epoll` (readiness: mio, a write and a read per request) and
 //! `uring` (completions: one io_uring per worker, multishot receives into a provided buffer ring, every
 //! submission of a loop turn in one `io_uring_enter`). The worker (`worker`) decides what to send and when and
-//! parses what comes back, the same way on both, so both engines measure the same thing.
+//! parses what comes back, the same way on both, so both engines measure the same thing. TLS (`tls`) is an
+//! engine too, over either of them: the worker sees plaintext and three more events.
 
 use std::io;
 use std::time::Instant;
 
+use crate::handshake::{Failure, Handshake};
+
 /// Something that happened to connection slot `i` during [`Engine::wait`].
 #[derive(Debug)]
 pub enum Event<'a> {
-    /// The connect started by [`Engine::connect`] finished.
+    /// The connect started by [`Engine::connect`] finished (with TLS: see `Secured`).
     Connected,
+    /// TLS: the TCP connect finished and the handshake began.
+    Handshaking,
+    /// TLS, in place of `Connected`: the handshake finished; requests can be written.
+    Secured(Handshake),
+    /// TLS: the handshake, or a record after it, failed; nothing more arrives on this connection.
+    TlsFailed(Failure),
     ConnectFailed(io::Error),
     /// After a short write: the socket takes bytes again (epoll only; io_uring takes every write whole).
     Writable,

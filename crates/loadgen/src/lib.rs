@@ -14,7 +14,8 @@
 
 // From the top down: `cli` (clap) parses flags into `settings`, plain values that nothing below `cli` needs
 // clap for; `capacity` searches by repeating runs; `run` starts the workers and follows them (`per_second`);
-// `worker` is one thread's event loop on an `engine` (`uring` or `epoll`), sending what `source` renders at
+// `worker` is one thread's event loop on an `engine` (`uring` or `epoll`, either under `tls`, configured by
+// `tls_config`, which says what each `handshake` negotiated), sending what `source` renders at
 // the pace of `rate`, parsing with `http1` and checking `assertions`; `stats` is what a worker counts,
 // `report` what a run adds up to, `render` its text, `merge` several reports in one. Imports only point
 // down this order, so each module can be read (and tested) without the ones above it.
@@ -24,6 +25,7 @@ pub mod capacity;
 pub mod cli;
 mod engine;
 mod epoll;
+mod handshake;
 pub mod http1;
 pub mod log_chart;
 pub mod merge;
@@ -38,6 +40,8 @@ pub mod source;
 pub mod stats;
 pub mod target;
 mod timer;
+mod tls;
+pub mod tls_config;
 mod uring;
 mod worker;
 

@@ -1,8 +1,11 @@
 //! `loadgen merge`: several reports (typically one per loader machine, run at the same time against the
 //! same server) added up into one, exactly.
 //!
-//! - Counts add: responses, status codes, errors, bytes, connections, reconnects, in flight at end,
-//!   open-loop scheduled, late and missed sends, assertions.
+//! - Counts add: responses, status codes, errors, bytes, connections (opened too), reconnects, in flight at
+//!   end, open-loop scheduled, late and missed sends, assertions, and TLS: negotiated values, handshakes by
+//!   kind, failures by reason (a key one report lacks counts 0 there, so different negotiations show up as
+//!   several keys); the handshake-latency histograms add like the request latency's. Reports without TLS
+//!   add nothing to it; `tls` is null only when none had it.
 //! - The runs are taken as concurrent: `duration_s` is the longest window, and `req_per_s` (and the
 //!   open-loop target and achieved rates) are the sums of each report's own rates, not total responses
 //!   over the longest window.
@@ -23,10 +26,10 @@ use anyhow::Context as _;
 use hdrhistogram::Histogram;
 
 use crate::report::{
-    Assertions, Connections, Cpu, Latency, OpenLoop, Report, ReportError, RunConfig, SCHEMA, ThreadCpu,
+    Assertions, Connections, Cpu, Latency, OpenLoop, Report, ReportError, RunConfig, SCHEMA, ThreadCpu, Tls,
     decode_histogram,
 };
-use crate::stats::Errors;
+use crate::stats::{Errors, TlsCounts};
 
 /// Merges reports into one (see the module docs for what adds up and what is recomputed).
 pub fn merge(reports: Vec<Report>) -> Result<Report, ReportError> {
@@ -76,6 +79,7 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, ReportError> {
             asked: sum(|r| r.connections.asked),
             established: sum(|r| r.connections.established),
             failed: sum(|r| r.connections.failed),
+            opened: sum(|r| r.connections.opened),
         },
         reconnects: sum(|r| r.reconnects),
         in_flight_at_end: sum(|r| r.in_flight_at_end),
@@ -85,7 +89,22 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, ReportError> {
         latency_from_write,
         cpu: Cpu::new(threads, process_us, responses),
         merged_from: sum(|r| r.merged_from),
+        tls: merged_tls(&reports)?,
     })
+}
+
+/// The TLS parts of the reports that have one, added up (None when none has).
+fn merged_tls(reports: &[Report]) -> Result<Option<Tls>, ReportError> {
+    let parts: Vec<&Tls> = reports.iter().filter_map(|r| r.tls.as_ref()).collect();
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    let mut counts = TlsCounts::default();
+    for part in &parts {
+        counts.add(&part.counts);
+    }
+    let handshake_latency = merge_latency(parts.iter().map(|t| &t.handshake_latency), false)?;
+    Ok(Some(Tls { counts, handshake_latency }))
 }
 
 /// Refuses reports that do not add up to one run: another schema, or closed and open loop mixed (their
@@ -241,7 +260,16 @@ mod tests {
         if seed > 0 {
             w.status.insert(500 + seed as u16, seed);
         }
-        w.errors = Errors { connect: seed, read: 1, write: 2, timeout: seed * 3, parse: 0, closed: 4, assertion: seed };
+        w.errors = Errors {
+            connect: seed,
+            read: 1,
+            write: 2,
+            timeout: seed * 3,
+            parse: 0,
+            closed: 4,
+            assertion: seed,
+            tls: 0,
+        };
         w.bytes_read = 120 * n;
         w.bytes_written = 40 * n;
         w.reconnects = seed + 2;

@@ -5,7 +5,9 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{Latency, Report, SATURATED_PCT, decode_histogram};
+use std::collections::BTreeMap;
+
+use crate::report::{Latency, Report, SATURATED_PCT, Tls, decode_histogram};
 
 /// The quantiles of the `--latency` distribution table, with their labels.
 const DISTRIBUTION: [(&str, f64); 7] =
@@ -28,6 +30,9 @@ fn write_text(out: &mut String, r: &Report, latency: bool) -> std::fmt::Result {
     write_latency(out, r, latency)?;
     write_responses(out, r)?;
     write_accounting(out, r)?;
+    if let Some(tls) = &r.tls {
+        write_tls(out, tls)?;
+    }
     write_cpu(out, r)
 }
 
@@ -110,6 +115,12 @@ fn write_accounting(out: &mut String, r: &Report) -> std::fmt::Result {
     if conn.failed > 0 {
         let _ = write!(line, ", {} failed", conn.failed);
     }
+    if r.config.requests_per_conn.is_some() || r.tls.is_some() {
+        let _ = write!(line, ", {} opened", conn.opened);
+    }
+    if let Some(n) = r.config.requests_per_conn {
+        let _ = write!(line, " ({n} requests each)");
+    }
     let _ = write!(line, ", {} reconnects; {} in flight at end", r.reconnects, r.in_flight_at_end);
     writeln!(out, "{line}")?;
 
@@ -130,6 +141,39 @@ fn write_accounting(out: &mut String, r: &Report) -> std::fmt::Result {
         writeln!(out, "  Assertions: {} checked, {} failed", r.assertions.checked, r.assertions.failed)?;
     }
     Ok(())
+}
+
+/// What the handshakes negotiated (each value, or each with its count when connections differed), full
+/// against resumed, their latency, and the failures by reason.
+fn write_tls(out: &mut String, t: &Tls) -> std::fmt::Result {
+    let c = &t.counts;
+    let h = &c.handshakes;
+    if c.finished() > 0 {
+        let values = [&c.versions, &c.cipher_suites, &c.groups].map(agreed);
+        let mut line = format!("  TLS: {}, ALPN {}; {} full", values.join(", "), agreed(&c.alpn), h.full);
+        if h.full_with_hello_retry > 0 {
+            let _ = write!(line, " (+{} after a HelloRetryRequest)", h.full_with_hello_retry);
+        }
+        let _ = write!(line, ", {} resumed handshakes", h.resumed);
+        writeln!(out, "{line}")?;
+        writeln!(out, "  Handshake  {}  (connect to handshake done)", latency_summary(&t.handshake_latency))?;
+    }
+    if !c.failures.is_empty() {
+        writeln!(out, "  TLS failures: {}", counted(&c.failures))?;
+    }
+    Ok(())
+}
+
+/// The one value every connection agreed on, or each with its count: `TLSv1.3 × 90, TLSv1.2 × 10`.
+fn agreed(values: &BTreeMap<String, u64>) -> String {
+    match values.keys().collect::<Vec<_>>().as_slice() {
+        [one] => one.to_string(),
+        _ => counted(values),
+    }
+}
+
+fn counted(values: &BTreeMap<String, u64>) -> String {
+    values.iter().map(|(k, n)| format!("{k} × {n}")).collect::<Vec<_>>().join(", ")
 }
 
 /// `p50 170us  p99 669us  p99.9 1.20ms  max 3.10ms  (mean 180us ± 50us)`.
@@ -416,6 +460,46 @@ mod tests {
         report.merged_from = 3;
         report.duration_s = 10.2;
         assert!(text(&report, false).starts_with("Merged 3 reports, 10.2s window @ http://"));
+    }
+
+    #[test]
+    fn tls_says_what_was_negotiated_and_how_often() {
+        use crate::handshake::{Handshake, Kind};
+        let mut w = worker(false);
+        let mut tls = crate::stats::TlsStats::default();
+        let h13 = Handshake {
+            version: "TLSv1.3",
+            cipher_suite: "TLS13_AES_128_GCM_SHA256",
+            group: "X25519",
+            alpn: "http/1.1",
+            kind: Kind::Full,
+        };
+        tls.record(&h13, 900);
+        for _ in 0..3 {
+            tls.record(&Handshake { kind: Kind::Resumed, ..h13 }, 400);
+        }
+        w.tls = Some(tls.clone());
+        let report = Report::from_workers(meta(None), &[w.clone()]).unwrap_or_else(|e| panic!("{e}"));
+        let out = text(&report, false);
+        assert!(
+            out.contains(
+                "  TLS: TLSv1.3, TLS13_AES_128_GCM_SHA256, X25519, ALPN http/1.1; 1 full, 3 resumed handshakes\n"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("  Handshake  p50 400us  p99 900us"), "{out}");
+        assert!(out.contains("(connect to handshake done)\n"), "{out}");
+        assert!(!out.contains("TLS failures"), "{out}");
+
+        tls.record(&Handshake { version: "TLSv1.2", group: "none", ..h13 }, 1000);
+        tls.failed("invalid certificate: UnknownIssuer");
+        w.tls = Some(tls);
+        let out = text(&Report::from_workers(meta(None), &[w]).unwrap_or_else(|e| panic!("{e}")), false);
+        assert!(
+            out.contains("  TLS: TLSv1.2 × 1, TLSv1.3 × 4, TLS13_AES_128_GCM_SHA256, X25519 × 4, none × 1, "),
+            "{out}"
+        );
+        assert!(out.contains("  TLS failures: invalid certificate: UnknownIssuer × 1\n"), "{out}");
     }
 
     #[test]

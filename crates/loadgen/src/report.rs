@@ -9,8 +9,8 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 
 use crate::rate::Rate;
-use crate::settings::RunSettings;
-use crate::stats::{Errors, WorkerStats};
+use crate::settings::{RunSettings, Trust};
+use crate::stats::{Errors, TlsCounts, TlsStats, WorkerStats};
 
 /// Bumped when a field changes meaning; readers refuse other versions.
 pub const SCHEMA: &str = "loadgen-report/1";
@@ -53,6 +53,20 @@ pub struct Report {
     pub cpu: Cpu,
     /// How many reports were merged into this one (1 for a single run).
     pub merged_from: u64,
+    /// https only (null for http): what the handshakes negotiated, how many were full or resumed, their
+    /// latency, and why the failed ones failed.
+    #[serde(default)]
+    pub tls: Option<Tls>,
+}
+
+/// The TLS side of a run: counts (see [`TlsCounts`]) and the handshake latency.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Tls {
+    #[serde(flatten)]
+    pub counts: TlsCounts,
+    /// From each connection's `connect()` to the end of its TLS handshake (TCP connect + handshake, the
+    /// server's share included), in µs; apart from the request latency, which starts at the write.
+    pub handshake_latency: Latency,
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -81,6 +95,27 @@ pub struct RunConfig {
     /// The I/O engine: "uring" or "epoll" (merged from both: "mixed"). Reports older than the field read as "epoll".
     #[serde(default = "epoll_engine")]
     pub engine: String,
+    /// `--requests-per-conn`: each connection closed after this many responses (null: keep-alive).
+    #[serde(default)]
+    pub requests_per_conn: Option<u64>,
+    /// https only (null for http): what was trusted and offered.
+    #[serde(default)]
+    pub tls: Option<TlsConfig>,
+}
+
+/// The TLS flags of a run.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TlsConfig {
+    /// `cacert PATH` or `insecure`.
+    pub trust: String,
+    /// Session resumption (`--tls-resume`).
+    pub resume: bool,
+    /// The one version offered (`1.2`, `1.3`), or null for both.
+    pub version: Option<String>,
+    /// Cipher suites asked for by `--tls-cipher` (empty: rustls's defaults).
+    pub cipher_suites: Vec<String>,
+    /// Key-exchange groups asked for by `--tls-group` (empty: X25519 alone).
+    pub groups: Vec<String>,
 }
 
 fn epoll_engine() -> String {
@@ -108,6 +143,17 @@ impl RunConfig {
             source,
             pin: settings.pins.as_ref().map(|p| (0..threads).map(|i| p[i % p.len()]).collect()),
             engine: engine.to_string(),
+            requests_per_conn: settings.requests_per_conn,
+            tls: settings.tls.as_ref().map(|tls| TlsConfig {
+                trust: match &tls.trust {
+                    Trust::CaFile(path) => format!("cacert {}", path.display()),
+                    Trust::Insecure => "insecure".to_string(),
+                },
+                resume: tls.resume,
+                version: tls.version.map(|v| v.name().to_string()),
+                cipher_suites: tls.ciphers.clone(),
+                groups: tls.groups.clone(),
+            }),
         }
     }
 }
@@ -118,6 +164,10 @@ pub struct Connections {
     pub established: u64,
     /// Asked but never established.
     pub failed: u64,
+    /// Connections that became ready for requests in the window (TCP connected; with TLS, handshake done),
+    /// reopened ones included: with `--requests-per-conn N`, about responses / N.
+    #[serde(default)]
+    pub opened: u64,
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -294,6 +344,7 @@ impl Report {
                 asked: s.connections_asked,
                 established: s.connections_established,
                 failed: s.connections_asked.saturating_sub(s.connections_established),
+                opened: s.connections_opened,
             },
             reconnects: s.reconnects,
             in_flight_at_end: s.in_flight_at_end,
@@ -301,6 +352,7 @@ impl Report {
             latency_from_write: sum.from_write.map(|h| Latency::from_histogram(&h, false)).transpose()?,
             cpu: Cpu::new(threads, process_us, s.responses),
             merged_from: 1,
+            tls: sum.tls.map(|t| Tls::from_stats(&t)).transpose()?,
         })
     }
 }
@@ -313,18 +365,32 @@ fn target_rate(end: f64, config: &RunConfig, window_s: f64) -> f64 {
     }
 }
 
+impl Tls {
+    pub fn from_stats(t: &TlsStats) -> Result<Tls, ReportError> {
+        Ok(Tls { counts: t.counts.clone(), handshake_latency: Latency::from_histogram(&t.handshake_latency, false)? })
+    }
+}
+
 /// The workers' counts and histograms added up (the per-thread CPU stays per thread).
 struct Sum {
     stats: WorkerStats,
     /// Open loop only: latency from the write.
     from_write: Option<Histogram<u64>>,
+    /// https only.
+    tls: Option<TlsStats>,
 }
 
 impl Sum {
     fn of(workers: &[WorkerStats], open_loop: bool) -> Result<Sum, ReportError> {
         let mut s = WorkerStats::new(false);
         let mut from_write = open_loop.then(crate::stats::new_histogram);
+        let mut tls: Option<TlsStats> = None;
         for w in workers {
+            if let Some(t) = &w.tls {
+                let sum = tls.get_or_insert_with(TlsStats::default);
+                sum.counts.add(&t.counts);
+                sum.handshake_latency.add(&t.handshake_latency).map_err(|e| ReportError::Encode(format!("{e:?}")))?;
+            }
             s.latency.add(&w.latency).map_err(|e| ReportError::Encode(format!("{e:?}")))?;
             if let (Some(sum), Some(h)) = (&mut from_write, &w.latency_from_write) {
                 sum.add(h).map_err(|e| ReportError::Encode(format!("{e:?}")))?;
@@ -340,12 +406,13 @@ impl Sum {
             s.in_flight_at_end += w.in_flight_at_end;
             s.connections_asked += w.connections_asked;
             s.connections_established += w.connections_established;
+            s.connections_opened += w.connections_opened;
             s.late_sends += w.late_sends;
             s.scheduled += w.scheduled;
             s.missed_sends += w.missed_sends;
             s.assertions_checked += w.assertions_checked;
         }
-        Ok(Sum { stats: s, from_write })
+        Ok(Sum { stats: s, from_write, tls })
     }
 }
 

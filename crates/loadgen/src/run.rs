@@ -11,6 +11,8 @@ use crate::assertions::Assertions;
 use crate::report::{self, Report, RunConfig, RunMeta};
 use crate::settings::{EngineChoice, RunSettings};
 use crate::stats::WorkerStats;
+use crate::tls::Tls;
+use crate::tls_config::{self, TlsClient};
 use crate::worker::{self, Plan, Shared, Tick};
 use crate::{epoll, per_second, request_log, source, uring};
 
@@ -43,6 +45,10 @@ struct Window {
 pub fn run(settings: &RunSettings, command: Vec<String>) -> Result<Report, RunError> {
     let source = source::build(&settings.requests, &settings.target).map_err(RunError::Input)?;
     let assertions = Assertions::from_settings(&settings.expect).map_err(RunError::Input)?;
+    let tls = match &settings.tls {
+        Some(tls) => Some(tls_config::build(tls, &settings.target.server_name).map_err(RunError::Input)?),
+        None => None,
+    };
     let threads = thread_count(settings);
     check_reachable(settings)?;
     // A log that cannot be written fails now, not after the run.
@@ -54,8 +60,8 @@ pub fn run(settings: &RunSettings, command: Vec<String>) -> Result<Report, RunEr
     let shared = Arc::new(Shared { source, assertions });
     let window = Window::from_now(settings);
     let (tick_tx, tick_rx) = mpsc::channel();
-    let handles =
-        spawn_workers(settings, threads, engine, &shared, window, per_second::wanted(settings).then_some(tick_tx))?;
+    let ticks = per_second::wanted(settings).then_some(tick_tx);
+    let handles = spawn_workers(settings, threads, (engine, tls.as_ref()), &shared, window, ticks)?;
     per_second::follow(settings, tick_rx, threads).map_err(RunError::Input)?;
 
     let mut workers = Vec::with_capacity(threads);
@@ -112,11 +118,12 @@ fn check_reachable(settings: &RunSettings) -> Result<(), RunError> {
     }
 }
 
-/// Starts one worker thread per plan, each running its own event loop on `engine`.
+/// Starts one worker thread per plan, each running its own event loop on `engine`, under TLS when given a
+/// client configuration (each worker with its own session store).
 fn spawn_workers(
     settings: &RunSettings,
     threads: usize,
-    engine: EngineChoice,
+    (engine, tls): (EngineChoice, Option<&TlsClient>),
     shared: &Arc<Shared>,
     window: Window,
     ticks: Option<Sender<Tick>>,
@@ -128,10 +135,21 @@ fn spawn_workers(
         first_conn += plan.connections;
         let shared = shared.clone();
         let ticks = ticks.clone();
-        let handle = std::thread::Builder::new().name(format!("loadgen-{index}")).spawn(move || match engine {
-            EngineChoice::Uring => worker::run(plan, shared, ticks, |p| uring::Uring::new(p.addr, p.connections)),
-            _ => worker::run(plan, shared, ticks, |p| epoll::Epoll::new(p.addr, p.connections)),
-        })?;
+        let tls = tls.map(tls_config::for_worker);
+        // Four loops, one per engine with and without TLS: a plaintext loop has no TLS branch in it.
+        let handle =
+            std::thread::Builder::new().name(format!("loadgen-{index}")).spawn(move || match (engine, tls) {
+                (EngineChoice::Uring, None) => {
+                    worker::run(plan, shared, ticks, |p| uring::Uring::new(p.addr, p.connections))
+                }
+                (EngineChoice::Uring, Some(tls)) => worker::run(plan, shared, ticks, |p| {
+                    Ok(Tls::new(uring::Uring::new(p.addr, p.connections)?, tls, p.connections))
+                }),
+                (_, None) => worker::run(plan, shared, ticks, |p| epoll::Epoll::new(p.addr, p.connections)),
+                (_, Some(tls)) => worker::run(plan, shared, ticks, |p| {
+                    Ok(Tls::new(epoll::Epoll::new(p.addr, p.connections)?, tls, p.connections))
+                }),
+            })?;
         handles.push(handle);
     }
     Ok(handles)
@@ -158,6 +176,8 @@ fn plan(settings: &RunSettings, threads: usize, index: usize, first_conn: usize,
         log_every,
         log_max: share(log_max),
         first_conn,
+        requests_per_conn: settings.requests_per_conn,
+        tls: settings.tls.is_some(),
     }
 }
 

@@ -37,6 +37,11 @@ pub struct RunSettings {
     pub schedule: Schedule,
     /// Seeds random template draws and the Poisson schedule (same seed, same sequence).
     pub seed: u64,
+    /// Close each connection after this many responses and open a new one (connection churn); the last
+    /// request on a connection carries `Connection: close`. None: keep-alive for as long as the server does.
+    pub requests_per_conn: Option<u64>,
+    /// How to speak TLS: Some exactly when the target is `https://`.
+    pub tls: Option<TlsSettings>,
     pub requests: RequestSettings,
     pub expect: ExpectSettings,
     pub output: OutputSettings,
@@ -98,6 +103,47 @@ pub struct RequestLogSettings {
     pub every: u64,
     /// At most this many over all threads (they are held in memory until the run ends).
     pub max: u64,
+}
+
+/// TLS for an `https://` target: whom to trust and what to offer. `tls_config` turns it into rustls's client
+/// configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSettings {
+    pub trust: Trust,
+    /// Resume sessions (TLS 1.3 tickets, TLS 1.2 tickets or ids) from an in-memory store per worker; off: a
+    /// full handshake on every new connection.
+    pub resume: bool,
+    /// Offer exactly this version (None: 1.3 and 1.2).
+    pub version: Option<TlsVersion>,
+    /// Cipher suites to offer, by rustls's names (`TLS13_AES_128_GCM_SHA256`); empty: rustls's defaults.
+    pub ciphers: Vec<String>,
+    /// Key-exchange groups to offer, by name (`x25519`, `secp256r1`); empty: X25519 alone.
+    pub groups: Vec<String>,
+}
+
+/// How the server's certificate is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trust {
+    /// Chains ending at a CA certificate in this PEM file, valid for the URL's host.
+    CaFile(PathBuf),
+    /// Any certificate (the handshake's signature is still verified, so the handshake costs what it costs).
+    Insecure,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsVersion {
+    V1_2,
+    V1_3,
+}
+
+impl TlsVersion {
+    /// As the flag takes it: `1.2`, `1.3`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TlsVersion::V1_2 => "1.2",
+            TlsVersion::V1_3 => "1.3",
+        }
+    }
 }
 
 /// A capacity search: the latency objective, how the rate is searched, and the run each step repeats.

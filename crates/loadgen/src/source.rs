@@ -44,11 +44,38 @@ enum Part {
 #[derive(Debug)]
 enum Kind {
     /// One request, pre-rendered.
-    Fixed(Vec<u8>),
-    /// `<method> <template> HTTP/1.1\r\n<headers>` with variables filled per request.
-    Template { parts: Vec<Part>, values: Vec<Vec<String>>, pick: Pick, rest: Vec<u8> },
+    Fixed(Rendered),
+    /// `<method> <template>` with variables filled per request, then ` HTTP/1.1\r\n<headers>\r\n<body>`.
+    Template { parts: Vec<Part>, values: Vec<Vec<String>>, pick: Pick, rest: Rendered },
     /// Raw requests, replayed in order.
-    Replay(Vec<Vec<u8>>),
+    Replay(Vec<Rendered>),
+}
+
+/// Request bytes, and where a `Connection: close` header goes when the request is the last of its
+/// connection (`--requests-per-conn`): before the blank line that ends the head. None when the request names
+/// its own Connection header, which is then sent as given.
+#[derive(Debug)]
+struct Rendered {
+    bytes: Vec<u8>,
+    close_at: Option<usize>,
+}
+
+impl Rendered {
+    /// `bytes` whose head ends (blank line included) at `head_end`, unless `own_connection`.
+    fn new(bytes: Vec<u8>, head_end: usize, own_connection: bool) -> Rendered {
+        Rendered { bytes, close_at: (!own_connection).then(|| head_end - 2) }
+    }
+
+    fn write(&self, out: &mut Vec<u8>, close: bool) {
+        match self.close_at.filter(|_| close) {
+            Some(at) => {
+                out.extend_from_slice(&self.bytes[..at]);
+                out.extend_from_slice(b"Connection: close\r\n");
+                out.extend_from_slice(&self.bytes[at..]);
+            }
+            None => out.extend_from_slice(&self.bytes),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -80,11 +107,12 @@ impl Source {
         }
     }
 
-    /// Appends the next request to `out`; returns whether it is a HEAD request (its response has no body).
-    pub fn write_next(&self, cursor: &mut Cursor, out: &mut Vec<u8>) -> bool {
+    /// Appends the next request to `out`, with `Connection: close` when `close` (the last request of its
+    /// connection); returns whether it is a HEAD request (its response has no body).
+    pub fn write_next(&self, cursor: &mut Cursor, out: &mut Vec<u8>, close: bool) -> bool {
         match &self.kind {
-            Kind::Fixed(bytes) => {
-                out.extend_from_slice(bytes);
+            Kind::Fixed(request) => {
+                request.write(out, close);
                 self.method_is_head
             }
             Kind::Template { parts, values, pick, rest } => {
@@ -105,14 +133,14 @@ impl Source {
                         }
                     }
                 }
-                out.extend_from_slice(rest);
+                rest.write(out, close);
                 self.method_is_head
             }
             Kind::Replay(requests) => {
                 let request = &requests[cursor.replay % requests.len()];
                 cursor.replay = cursor.replay.wrapping_add(1);
-                out.extend_from_slice(request);
-                request.starts_with(b"HEAD ")
+                request.write(out, close);
+                request.bytes.starts_with(b"HEAD ")
             }
         }
     }
@@ -132,6 +160,7 @@ pub fn build(requests: &RequestSettings, target: &Target) -> Result<Source, Stri
         None => None,
     };
     let mut headers = format!("Host: {}\r\n", target.host_header);
+    let mut own_connection = false;
     for raw in &requests.headers {
         let (name, value) = raw.split_once(':').ok_or_else(|| format!("header {raw:?} is not `Name: value`"))?;
         let (name, value) = (name.trim(), value.trim());
@@ -139,6 +168,7 @@ pub fn build(requests: &RequestSettings, target: &Target) -> Result<Source, Stri
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') || bad(value) {
             return Err(format!("invalid header {raw:?}"));
         }
+        own_connection |= name.eq_ignore_ascii_case("connection");
         if name.eq_ignore_ascii_case("host") {
             headers = headers.replacen(&format!("Host: {}\r\n", target.host_header), "", 1);
         }
@@ -148,6 +178,7 @@ pub fn build(requests: &RequestSettings, target: &Target) -> Result<Source, Stri
         headers.push_str(&format!("Content-Length: {}\r\n", body.len()));
     }
     let mut rest = format!(" HTTP/1.1\r\n{headers}\r\n").into_bytes();
+    let rest_head_end = rest.len();
     if let Some(body) = &body {
         rest.extend_from_slice(body);
     }
@@ -169,6 +200,7 @@ pub fn build(requests: &RequestSettings, target: &Target) -> Result<Source, Stri
         let mut parts = parts;
         parts.insert(0, Part::Literal(format!("{method} ")));
         let description = format!("template {template} ({})", describe_vars(&names, &values));
+        let rest = Rendered::new(rest, rest_head_end, own_connection);
         return Ok(Source {
             kind: Kind::Template { parts, values, pick: requests.pick, rest },
             method_is_head,
@@ -179,7 +211,9 @@ pub fn build(requests: &RequestSettings, target: &Target) -> Result<Source, Stri
         return Err("--var needs --path with {name} placeholders".to_string());
     }
     let mut request = format!("{method} {}", target.path).into_bytes();
+    let head_end = request.len() + rest_head_end;
     request.extend_from_slice(&rest);
+    let request = Rendered::new(request, head_end, own_connection);
     Ok(Source { kind: Kind::Fixed(request), method_is_head, description: format!("url {}", target.path) })
 }
 
@@ -249,7 +283,7 @@ fn parse_template(template: &str, names: &[String]) -> Result<Vec<Part>, String>
 
 /// A file of raw HTTP/1.1 requests, back to back; bodies need Content-Length. Bare `\n` line ends are
 /// accepted in heads and written out as CRLF.
-fn read_replay(path: &Path) -> Result<Vec<Vec<u8>>, String> {
+fn read_replay(path: &Path) -> Result<Vec<Rendered>, String> {
     let raw = std::fs::read(path).map_err(|e| format!("cannot read --replay {}: {e}", path.display()))?;
     let mut requests = Vec::new();
     let mut at = 0;
@@ -282,6 +316,7 @@ fn read_replay(path: &Path) -> Result<Vec<Vec<u8>>, String> {
                 format!("--replay {}: request {} has an invalid Content-Length", path.display(), requests.len() + 1)
             })?;
         let mut out = format!("{} {} HTTP/1.1\r\n", req.method.unwrap_or("GET"), req.path.unwrap_or("/")).into_bytes();
+        let own_connection = req.headers.iter().any(|h| h.name.eq_ignore_ascii_case("connection"));
         for h in req.headers.iter() {
             out.extend_from_slice(h.name.as_bytes());
             out.extend_from_slice(b": ");
@@ -289,6 +324,7 @@ fn read_replay(path: &Path) -> Result<Vec<Vec<u8>>, String> {
             out.extend_from_slice(b"\r\n");
         }
         out.extend_from_slice(b"\r\n");
+        let head_end = out.len();
         let body_start = at + head_len;
         if raw.len() < body_start + body_len {
             return Err(format!(
@@ -298,7 +334,7 @@ fn read_replay(path: &Path) -> Result<Vec<Vec<u8>>, String> {
             ));
         }
         out.extend_from_slice(&raw[body_start..body_start + body_len]);
-        requests.push(out);
+        requests.push(Rendered::new(out, head_end, own_connection));
         at = body_start + body_len;
     }
     if requests.is_empty() {
@@ -322,6 +358,33 @@ mod tests {
             hits[rng.below(4)] += 1;
         }
         assert!(hits.iter().all(|&h| h > 800), "{hits:?}");
+    }
+
+    #[test]
+    fn the_last_request_of_a_connection_says_connection_close() {
+        let target = crate::target::parse("http://127.0.0.1:1/x").unwrap_or_else(|e| panic!("{e}"));
+        let settings = |headers: &[&str]| RequestSettings {
+            method: "POST".into(),
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            body_file: None,
+            path: None,
+            vars: Vec::new(),
+            pick: Pick::Random,
+            replay: None,
+        };
+        let render = |source: &Source, close: bool| {
+            let mut out = Vec::new();
+            source.write_next(&mut source.cursor(1, 0), &mut out, close);
+            String::from_utf8(out).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let source = build(&settings(&["X-A: 1"]), &target).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(render(&source, false), "POST /x HTTP/1.1\r\nHost: 127.0.0.1:1\r\nX-A: 1\r\n\r\n");
+        assert_eq!(
+            render(&source, true),
+            "POST /x HTTP/1.1\r\nHost: 127.0.0.1:1\r\nX-A: 1\r\nConnection: close\r\n\r\n"
+        );
+        let own = build(&settings(&["Connection: keep-alive"]), &target).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(render(&own, true), render(&own, false));
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
+use crate::handshake::{Handshake, Kind};
+
 /// Latencies are recorded in microseconds, from 1 µs to 1 hour, 3 significant digits.
 pub const LATENCY_MAX_US: u64 = 3_600_000_000;
 
@@ -30,6 +32,10 @@ pub struct Errors {
     pub closed: u64,
     /// Responses that failed an assertion (status, body, header…).
     pub assertion: u64,
+    /// TLS handshakes that failed or timed out, and TLS records that failed after the handshake (by reason:
+    /// the report's `tls.failures`). Reports older than the field read as 0.
+    #[serde(default)]
+    pub tls: u64,
 }
 
 impl Errors {
@@ -38,7 +44,7 @@ impl Errors {
     }
 
     /// Each count with its name, in report order (for text summaries and records).
-    pub fn by_kind(&self) -> [(&'static str, u64); 7] {
+    pub fn by_kind(&self) -> [(&'static str, u64); 8] {
         [
             ("connect", self.connect),
             ("read", self.read),
@@ -47,6 +53,7 @@ impl Errors {
             ("parse", self.parse),
             ("closed", self.closed),
             ("assertion", self.assertion),
+            ("tls", self.tls),
         ]
     }
 
@@ -58,6 +65,7 @@ impl Errors {
         self.parse += other.parse;
         self.closed += other.closed;
         self.assertion += other.assertion;
+        self.tls += other.tls;
     }
 }
 
@@ -79,6 +87,9 @@ pub struct WorkerStats {
     pub connections_asked: u64,
     /// Of those, how many were established at least once.
     pub connections_established: u64,
+    /// Connections that became ready for requests (TCP connected; with TLS, handshake done), first ones and
+    /// reopened ones alike.
+    pub connections_opened: u64,
     /// Requests still outstanding when the run ended (not counted as responses or errors).
     pub in_flight_at_end: u64,
     /// Open loop: requests whose send was later than their scheduled time by more than a millisecond.
@@ -105,6 +116,8 @@ pub struct WorkerStats {
     /// `--log-requests`: this worker's logged responses, and how many its cap left out.
     pub request_log: Vec<crate::request_log::Record>,
     pub not_logged: u64,
+    /// https only: the handshakes.
+    pub tls: Option<TlsStats>,
 }
 
 impl WorkerStats {
@@ -118,6 +131,7 @@ impl WorkerStats {
             reconnects: 0,
             connections_asked: 0,
             connections_established: 0,
+            connections_opened: 0,
             in_flight_at_end: 0,
             late_sends: 0,
             scheduled: 0,
@@ -131,6 +145,107 @@ impl WorkerStats {
             pinned_cpu: None,
             request_log: Vec::new(),
             not_logged: 0,
+            tls: None,
+        }
+    }
+}
+
+/// What the TLS handshakes negotiated, how they went, and why the failed ones failed: counts that add up
+/// across workers and reports alike.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TlsCounts {
+    /// Handshakes per negotiated protocol version (`TLSv1.3`): one key when every connection agreed.
+    pub versions: BTreeMap<String, u64>,
+    /// Per cipher suite (`TLS13_AES_128_GCM_SHA256`).
+    pub cipher_suites: BTreeMap<String, u64>,
+    /// Per key-exchange group (`X25519`; `none` for a resumed TLS 1.2 session, which exchanges no key).
+    pub groups: BTreeMap<String, u64>,
+    /// Per ALPN protocol the server chose (`http/1.1`, or `none`).
+    pub alpn: BTreeMap<String, u64>,
+    pub handshakes: Handshakes,
+    /// Failed handshakes (and records) per reason: `invalid certificate: UnknownIssuer`, `alert received:
+    /// HandshakeFailure`, `handshake timed out`…
+    pub failures: BTreeMap<String, u64>,
+}
+
+/// Finished handshakes by kind (rustls's `handshake_kind`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Handshakes {
+    pub full: u64,
+    /// Full, after the server asked for another key-exchange group (a second round trip).
+    pub full_with_hello_retry: u64,
+    pub resumed: u64,
+}
+
+impl TlsCounts {
+    pub fn add(&mut self, other: &TlsCounts) {
+        for (mine, theirs) in [
+            (&mut self.versions, &other.versions),
+            (&mut self.cipher_suites, &other.cipher_suites),
+            (&mut self.groups, &other.groups),
+            (&mut self.alpn, &other.alpn),
+            (&mut self.failures, &other.failures),
+        ] {
+            for (key, n) in theirs {
+                *mine.entry(key.clone()).or_insert(0) += n;
+            }
+        }
+        self.handshakes.full += other.handshakes.full;
+        self.handshakes.full_with_hello_retry += other.handshakes.full_with_hello_retry;
+        self.handshakes.resumed += other.handshakes.resumed;
+    }
+
+    /// All handshakes that finished.
+    pub fn finished(&self) -> u64 {
+        self.handshakes.full + self.handshakes.full_with_hello_retry + self.handshakes.resumed
+    }
+}
+
+/// A worker's TLS counts and its handshake latencies.
+#[derive(Debug, Clone)]
+pub struct TlsStats {
+    pub counts: TlsCounts,
+    /// µs from the connect (the socket's `connect()`) to the handshake's end: TCP connect plus TLS handshake.
+    pub handshake_latency: Histogram<u64>,
+}
+
+impl Default for TlsStats {
+    fn default() -> Self {
+        TlsStats { counts: TlsCounts::default(), handshake_latency: new_histogram() }
+    }
+}
+
+impl TlsStats {
+    /// One finished handshake, `us` after its connect began.
+    pub fn record(&mut self, h: &Handshake, us: u64) {
+        let c = &mut self.counts;
+        for (map, key) in [
+            (&mut c.versions, h.version),
+            (&mut c.cipher_suites, h.cipher_suite),
+            (&mut c.groups, h.group),
+            (&mut c.alpn, h.alpn),
+        ] {
+            count(map, key);
+        }
+        match h.kind {
+            Kind::Full => c.handshakes.full += 1,
+            Kind::FullWithHelloRetry => c.handshakes.full_with_hello_retry += 1,
+            Kind::Resumed => c.handshakes.resumed += 1,
+        }
+        self.handshake_latency.saturating_record(us.max(1));
+    }
+
+    pub fn failed(&mut self, reason: &str) {
+        count(&mut self.counts.failures, reason);
+    }
+}
+
+/// Adds one under `key`, allocating the key only the first time it is seen.
+fn count(map: &mut BTreeMap<String, u64>, key: &str) {
+    match map.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            map.insert(key.to_string(), 1);
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The target URL: plain `http://host[:port][/path]`, resolved once before the run.
+//! The target URL: `http://` or `https://host[:port][/path]`, resolved once before the run.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
@@ -10,15 +10,19 @@ pub struct Target {
     pub host_header: String,
     /// Path and query from the URL (`/` when absent).
     pub path: String,
+    /// `https://`: every connection speaks TLS.
+    pub tls: bool,
+    /// The host as TLS names it (SNI and certificate check): without brackets or port.
+    pub server_name: String,
 }
 
 pub fn parse(url: &str) -> Result<Target, String> {
-    if url.starts_with("https://") {
-        return Err(format!(
-            "{url}: https is not supported; loadgen speaks plain HTTP/1.1 (put TLS in front if needed)"
-        ));
-    }
-    let rest = url.strip_prefix("http://").ok_or_else(|| format!("{url:?} is not an http:// URL"))?;
+    let (rest, tls) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+        (Some(rest), _) => (rest, false),
+        (_, Some(rest)) => (rest, true),
+        _ => return Err(format!("{url:?} is not an http:// or https:// URL")),
+    };
+    let default_port = if tls { 443 } else { 80 };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest[i..].starts_with('?') => (&rest[..i], format!("/{}", &rest[i..])),
         Some(i) => (&rest[..i], rest[i..].to_string()),
@@ -30,28 +34,30 @@ pub fn parse(url: &str) -> Result<Target, String> {
     if path.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
         return Err(format!("{url:?}: the path must not contain spaces or control characters"));
     }
-    let (host, port) = split_host_port(authority).ok_or_else(|| format!("{url:?}: invalid host or port"))?;
-    let addr = (host.trim_start_matches('[').trim_end_matches(']'), port)
+    let (host, port) =
+        split_host_port(authority, default_port).ok_or_else(|| format!("{url:?}: invalid host or port"))?;
+    let server_name = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let addr = (server_name.as_str(), port)
         .to_socket_addrs()
         .map_err(|e| format!("{url}: cannot resolve {host}: {e}"))?
         .next()
         .ok_or_else(|| format!("{url}: {host} resolves to no address"))?;
-    let host_header = if port == 80 { host.to_string() } else { format!("{host}:{port}") };
-    Ok(Target { url: url.to_string(), addr, host_header, path })
+    let host_header = if port == default_port { host.to_string() } else { format!("{host}:{port}") };
+    Ok(Target { url: url.to_string(), addr, host_header, path, tls, server_name })
 }
 
-fn split_host_port(authority: &str) -> Option<(&str, u16)> {
+fn split_host_port(authority: &str, default_port: u16) -> Option<(&str, u16)> {
     if let Some(end) = authority.strip_prefix('[').and_then(|a| a.find(']')) {
         let host = &authority[..end + 2];
         return match &authority[end + 2..] {
-            "" => Some((host, 80)),
+            "" => Some((host, default_port)),
             port => Some((host, port.strip_prefix(':')?.parse().ok()?)),
         };
     }
     match authority.rsplit_once(':') {
         Some((host, port)) if !host.is_empty() => Some((host, port.parse().ok()?)),
         Some(_) => None,
-        None => Some((authority, 80)),
+        None => Some((authority, default_port)),
     }
 }
 
@@ -71,7 +77,15 @@ mod tests {
         let t = parse("http://[::1]:8080/x").expect("valid");
         assert_eq!((t.addr.port(), t.host_header.as_str()), (8080, "[::1]:8080"));
         assert_eq!(parse("http://127.0.0.1:9?q").expect("valid").path, "/?q");
-        assert!(parse("https://127.0.0.1/").is_err());
+        let t = parse("https://localhost/x").expect("valid");
+        assert_eq!(
+            (t.addr.port(), t.tls, t.host_header.as_str(), t.server_name.as_str()),
+            (443, true, "localhost", "localhost")
+        );
+        let t = parse("https://[::1]:8443/").expect("valid");
+        assert_eq!((t.host_header.as_str(), t.server_name.as_str(), t.tls), ("[::1]:8443", "::1", true));
+        assert!(!parse("http://127.0.0.1/").expect("valid").tls);
+        assert!(parse("ftp://127.0.0.1/").is_err());
         assert!(parse("127.0.0.1:80").is_err());
         assert!(parse("http://:80/").is_err());
         assert!(parse("http://127.0.0.1:99999/").is_err());

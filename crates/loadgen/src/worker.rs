@@ -18,11 +18,12 @@ use hdrhistogram::Histogram;
 
 use crate::assertions::Assertions;
 use crate::engine::{Engine, Event};
+use crate::handshake::{Failure, Handshake};
 use crate::http1::{Done, ResponseParser};
 use crate::rate::{Rate, Schedule};
 use crate::request_log::Record;
 use crate::source::{Cursor, Rng, Source};
-use crate::stats::{WorkerStats, new_histogram, process_cpu_us, thread_cpu_us};
+use crate::stats::{TlsStats, WorkerStats, new_histogram, process_cpu_us, thread_cpu_us};
 
 /// How often timeouts and reconnect backoffs are checked: the timeout's resolution.
 const SWEEP_EVERY: Duration = Duration::from_millis(5);
@@ -58,6 +59,10 @@ pub struct Plan {
     pub log_max: usize,
     /// The run-wide number of this worker's first connection (the log's `conn`).
     pub first_conn: usize,
+    /// Close a connection after this many responses and open another (the last request says so).
+    pub requests_per_conn: Option<u64>,
+    /// The engine speaks TLS: handshakes are counted.
+    pub tls: bool,
 }
 
 /// Once a second, what this worker did in that second (for --jsonl and the progress line).
@@ -91,6 +96,9 @@ enum After {
 struct Conn {
     /// The engine has a socket for this slot (connecting or connected).
     open: bool,
+    /// TLS: the TCP connect is done and the handshake under way.
+    handshaking: bool,
+    /// Ready for requests (with TLS: the handshake is done).
     connected: bool,
     established_once: bool,
     connect_started: Instant,
@@ -109,12 +117,15 @@ struct Conn {
     head_ok: bool,
     /// In the open loop's free list.
     listed_free: bool,
+    /// Requests queued on this connection since it was opened (for `--requests-per-conn`).
+    sent: u64,
 }
 
 impl Conn {
     fn new(pipeline: usize) -> Self {
         Conn {
             open: false,
+            handshaking: false,
             connected: false,
             established_once: false,
             connect_started: Instant::now(),
@@ -129,6 +140,7 @@ impl Conn {
             body: Vec::new(),
             head_ok: true,
             listed_free: false,
+            sent: 0,
         }
     }
 }
@@ -183,7 +195,7 @@ pub fn run<E: Engine>(
     let state = State {
         conns: (0..plan.connections).map(|_| Conn::new(plan.pipeline)).collect(),
         cursor: shared.source.cursor(plan.seed, plan.index),
-        stats: WorkerStats::new(open_loop),
+        stats: fresh_stats(&plan),
         measuring: false,
         open_loop,
         free: Vec::with_capacity(plan.connections),
@@ -308,6 +320,8 @@ impl<E: Engine> Worker<'_, E> {
     fn connect(&mut self, i: usize) {
         let conn = &mut self.state.conns[i];
         conn.connected = false;
+        conn.handshaking = false;
+        conn.sent = 0;
         conn.retry_at = None;
         conn.connect_started = Instant::now();
         conn.wbuf.clear();
@@ -371,18 +385,13 @@ impl State<'_> {
             return false;
         }
         match event {
-            Event::Connected => {
-                let conn = &mut self.conns[i];
-                conn.connected = true;
-                conn.established_once = true;
-                if self.open_loop {
-                    self.mark_free(i);
-                } else {
-                    for _ in 0..self.plan.pipeline {
-                        self.queue_request(i, Instant::now());
-                    }
-                }
+            Event::Connected => self.on_ready(i),
+            Event::Handshaking => self.conns[i].handshaking = true,
+            Event::Secured(handshake) => {
+                self.record_handshake(i, &handshake);
+                self.on_ready(i);
             }
+            Event::TlsFailed(failure) => self.tls_failed(i, &failure),
             Event::ConnectFailed(e) => self.connect_failed(i, &e),
             Event::Writable => self.list_flush(i),
             Event::Data(bytes) => self.on_data(i, bytes),
@@ -391,6 +400,47 @@ impl State<'_> {
             Event::WriteFailed(e) => self.fail(i, FailKind::Write, e.to_string()),
         }
         self.conns[i].doomed.is_none()
+    }
+
+    /// Connection `i` takes requests now (TCP connected; with TLS, the handshake done).
+    fn on_ready(&mut self, i: usize) {
+        let conn = &mut self.conns[i];
+        conn.connected = true;
+        conn.handshaking = false;
+        conn.established_once = true;
+        if self.measuring {
+            self.stats.connections_opened += 1;
+        }
+        if self.open_loop {
+            self.mark_free(i);
+        } else {
+            for _ in 0..self.plan.pipeline {
+                self.queue_request(i, Instant::now());
+            }
+        }
+    }
+
+    /// What the handshake negotiated and how long it took from the connect.
+    fn record_handshake(&mut self, i: usize, handshake: &Handshake) {
+        if let (true, Some(tls)) = (self.measuring, &mut self.stats.tls) {
+            let us = self.conns[i].connect_started.elapsed().as_micros() as u64;
+            tls.record(handshake, us);
+        }
+    }
+
+    /// A TLS failure: during the handshake, retried after the connect backoff (a server that refuses every
+    /// handshake is not hammered); after it, the connection is reopened at once.
+    fn tls_failed(&mut self, i: usize, failure: &Failure) {
+        if self.measuring {
+            self.stats.errors.tls += 1;
+            if let Some(tls) = &mut self.stats.tls {
+                tls.failed(&failure.reason);
+            }
+        }
+        self.interval_errors += 1;
+        self.last_error = Some(format!("TLS with {}: {}", self.plan.addr, failure.detail));
+        let after = if self.conns[i].connected { After::Reconnect } else { After::Backoff };
+        self.doom(i, after);
     }
 
     fn list_flush(&mut self, i: usize) {
@@ -436,10 +486,17 @@ impl State<'_> {
     }
 
     /// Renders the next request into the connection's write buffer, records it as sent and lists the
-    /// connection for writing.
+    /// connection for writing. With `--requests-per-conn`, nothing past the connection's last request, which
+    /// says `Connection: close`.
     fn queue_request(&mut self, i: usize, intended: Instant) {
         let conn = &mut self.conns[i];
-        let head = self.shared.source.write_next(&mut self.cursor, &mut conn.wbuf);
+        let close = match self.plan.requests_per_conn {
+            Some(n) if conn.sent >= n => return,
+            Some(n) => conn.sent + 1 == n,
+            None => false,
+        };
+        conn.sent += 1;
+        let head = self.shared.source.write_next(&mut self.cursor, &mut conn.wbuf, close);
         conn.pending.push_back(Sent { intended, written: Instant::now(), head });
         self.list_flush(i);
     }
@@ -574,6 +631,11 @@ impl State<'_> {
             self.doom(i, After::Reconnect);
             return false;
         }
+        if conn.pending.is_empty() && self.plan.requests_per_conn.is_some_and(|n| conn.sent >= n) {
+            // The connection's last response (churn): not an error, the next connection takes over.
+            self.doom(i, After::Reconnect);
+            return false;
+        }
         if self.open_loop {
             self.mark_free(i);
         } else {
@@ -613,8 +675,12 @@ impl State<'_> {
                 continue;
             }
             if conn.open && !conn.connected && now.duration_since(conn.connect_started) > self.plan.timeout {
-                let e = io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
-                self.connect_failed(i, &e);
+                if conn.handshaking {
+                    self.tls_failed(i, &Failure::new("handshake timed out"));
+                } else {
+                    let e = io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
+                    self.connect_failed(i, &e);
+                }
                 continue;
             }
             if conn.pending.front().is_some_and(|s| now.duration_since(s.written) > self.plan.timeout) {
@@ -627,7 +693,7 @@ impl State<'_> {
 
     /// Warmup over: everything counted so far is discarded.
     fn start_measuring(&mut self) {
-        self.stats = WorkerStats::new(self.open_loop);
+        self.stats = fresh_stats(&self.plan);
         self.interval.reset();
         (self.interval_responses, self.interval_errors, self.interval_scheduled) = (0, 0, 0);
         self.measuring = true;
@@ -651,7 +717,8 @@ impl State<'_> {
 
     fn mark_free(&mut self, i: usize) {
         let conn = &mut self.conns[i];
-        if conn.connected && conn.doomed.is_none() && !conn.listed_free && conn.pending.len() < self.plan.pipeline {
+        let room = conn.pending.len() < self.plan.pipeline && self.plan.requests_per_conn.is_none_or(|n| conn.sent < n);
+        if conn.connected && conn.doomed.is_none() && !conn.listed_free && room {
             conn.listed_free = true;
             self.free.push(i);
         }
@@ -680,6 +747,13 @@ impl State<'_> {
             self.next_send += Duration::from_secs_f64(gap);
         }
     }
+}
+
+/// Stats with nothing counted yet (TLS counts only when the engine speaks TLS).
+fn fresh_stats(plan: &Plan) -> WorkerStats {
+    let mut stats = WorkerStats::new(plan.rate.is_some());
+    stats.tls = plan.tls.then(TlsStats::default);
+    stats
 }
 
 #[derive(Debug, Clone, Copy)]

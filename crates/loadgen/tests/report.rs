@@ -179,3 +179,89 @@ fn the_schema_rejects_what_serde_would_not_write() {
     });
     assert!(!v.is_valid(&missing_nested), "nested fields are required too");
 }
+
+/// An https run with churn, as `loadgen -t2 -c8 --insecure --tls-version 1.3 --requests-per-conn 10 URL` would
+/// record it: two workers whose handshakes negotiated different groups.
+fn tls_report() -> Report {
+    let url = "https://127.0.0.1:3443/";
+    let command: Vec<String> =
+        ["loadgen", "-t2", "-c8", "-d2s", "--insecure", "--tls-version", "1.3", "--requests-per-conn", "10", url]
+            .map(String::from)
+            .into();
+    let settings = loadgen::cli::Cli::try_parse_from(&command)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .run
+        .settings()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let meta = RunMeta {
+        config: RunConfig::new(&settings, 2, "url /".into(), "uring"),
+        command,
+        target: url.into(),
+        started_unix_ms: 1_700_000_000_123,
+        duration_s: 2.0,
+    };
+    let workers: Vec<WorkerStats> = ["X25519", "secp256r1"]
+        .iter()
+        .enumerate()
+        .map(|(i, group)| {
+            let mut w = worker(i as u64, false, false);
+            w.connections_opened = 50;
+            let mut tls = loadgen::stats::TlsStats::default();
+            tls.counts.versions.insert("TLSv1.3".into(), 50);
+            tls.counts.cipher_suites.insert("TLS13_AES_128_GCM_SHA256".into(), 50);
+            tls.counts.groups.insert((*group).into(), 50);
+            tls.counts.alpn.insert("http/1.1".into(), 50);
+            tls.counts.handshakes.full = 4;
+            tls.counts.handshakes.resumed = 46;
+            tls.counts.failures.insert("handshake timed out".into(), 1);
+            for v in 0..50 {
+                tls.handshake_latency.record(300 + v).unwrap_or_else(|e| panic!("{e}"));
+            }
+            w.errors.tls = 1;
+            w.tls = Some(tls);
+            w
+        })
+        .collect();
+    Report::from_workers(meta, &workers).unwrap_or_else(|e| panic!("from_workers: {e}"))
+}
+
+#[test]
+fn tls_and_churn_reports_match_the_schema_and_merge() {
+    let v = validator();
+    let report = tls_report();
+    let json = to_json(&report);
+    assert_eq!(json["config"]["requests_per_conn"], 10);
+    assert_eq!(json["config"]["tls"]["trust"], "insecure");
+    assert_eq!(json["config"]["tls"]["version"], "1.3");
+    assert_eq!(json["tls"]["groups"]["secp256r1"], 50);
+    assert_eq!(json["tls"]["handshakes"]["resumed"], 92);
+    assert_eq!(json["tls"]["handshake_latency"]["count"], 100);
+    assert_eq!(json["connections"]["opened"], 100);
+    assert_eq!(json["errors"]["tls"], 2);
+    assert_valid(&v, &json);
+
+    let merged = merge(vec![report.clone(), report.clone(), build(false, false)]).unwrap_or_else(|e| panic!("{e}"));
+    let json = to_json(&merged);
+    assert_eq!(json["tls"]["versions"]["TLSv1.3"], 200, "the plaintext report adds nothing to the TLS part");
+    assert_eq!(json["tls"]["failures"]["handshake timed out"], 4);
+    assert_eq!(json["tls"]["handshake_latency"]["count"], 200);
+    assert_eq!(json["connections"]["opened"], 200);
+    assert_valid(&v, &json);
+    let back: Report = serde_json::from_value(json.clone()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(to_json(&back), json);
+}
+
+#[test]
+fn a_report_from_before_tls_still_reads() {
+    let mut json = to_json(&build(false, false));
+    let o = json.as_object_mut().unwrap_or_else(|| panic!("an object"));
+    o.remove("tls");
+    for (part, field) in
+        [("config", "tls"), ("config", "requests_per_conn"), ("errors", "tls"), ("connections", "opened")]
+    {
+        o.get_mut(part).and_then(Value::as_object_mut).map(|p| p.remove(field));
+    }
+    let old: Report = serde_json::from_value(json).unwrap_or_else(|e| panic!("{e}"));
+    assert!(old.tls.is_none() && old.config.requests_per_conn.is_none());
+    assert_eq!((old.errors.tls, old.connections.opened), (0, 0));
+}

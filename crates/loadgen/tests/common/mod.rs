@@ -8,6 +8,8 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod tls;
+
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -154,6 +156,8 @@ struct Shared {
     requests: AtomicU64,
     connections: AtomicU64,
     recorded: Mutex<Vec<Request>>,
+    /// TLS servers: what each connection's handshake was, in the order they finished.
+    handshakes: Mutex<Vec<tls::ServerHandshake>>,
 }
 
 /// A test server on 127.0.0.1. Stops (all threads joined) when dropped.
@@ -242,6 +246,18 @@ impl Server {
     }
 
     fn spawn(handler: Option<Handler>) -> Server {
+        Server::spawn_with(handler, None)
+    }
+
+    /// Answers every request with what `handler` says, over TLS with `config`.
+    pub fn start_tls(
+        config: Arc<rustls::ServerConfig>,
+        handler: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        Server::spawn_with(Some(Arc::new(handler)), Some(config))
+    }
+
+    fn spawn_with(handler: Option<Handler>, tls: Option<Arc<rustls::ServerConfig>>) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local addr").port();
         let shared = Arc::new(Shared {
@@ -249,10 +265,11 @@ impl Server {
             requests: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             recorded: Mutex::new(Vec::new()),
+            handshakes: Mutex::new(Vec::new()),
         });
         let accept = {
             let shared = Arc::clone(&shared);
-            std::thread::spawn(move || accept_loop(listener, shared, handler))
+            std::thread::spawn(move || accept_loop(listener, shared, handler, tls))
         };
         Server { port, shared, accept: Some(accept) }
     }
@@ -285,6 +302,16 @@ impl Server {
         recorded.iter().map(|r| r.conn).collect::<std::collections::BTreeSet<u64>>().len()
     }
 
+    /// TLS: the handshakes that finished, in order.
+    pub fn handshakes(&self) -> Vec<tls::ServerHandshake> {
+        self.shared.handshakes.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// `https://127.0.0.1:PORT{path}`.
+    pub fn https_url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
+    }
+
     /// The requests received so far (the first [`RECORD_MAX`]), in arrival order.
     pub fn recorded(&self) -> Vec<Request> {
         self.shared.recorded.lock().unwrap_or_else(PoisonError::into_inner).clone()
@@ -302,7 +329,12 @@ impl Drop for Server {
     }
 }
 
-fn accept_loop(listener: TcpListener, shared: Arc<Shared>, handler: Option<Handler>) {
+fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    handler: Option<Handler>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) {
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
     for stream in listener.incoming() {
         if shared.stop.load(Ordering::SeqCst) {
@@ -317,19 +349,49 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, handler: Option<Handl
             drop(stream);
             continue;
         };
-        let (shared, handler) = (Arc::clone(&shared), Arc::clone(handler));
+        let (shared, handler, tls) = (Arc::clone(&shared), Arc::clone(handler), tls.clone());
         threads.retain(|t| !t.is_finished());
-        threads.push(std::thread::spawn(move || serve_connection(stream, conn, &shared, &*handler)));
+        threads.push(std::thread::spawn(move || {
+            let _ = stream.set_nodelay(true);
+            let _ = stream.set_read_timeout(Some(POLL));
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
+            match tls {
+                None => serve_connection(stream, conn, &shared, &*handler),
+                Some(config) => match tls::Stream::accept(config, stream) {
+                    Some(stream) => serve_connection(stream, conn, &shared, &*handler),
+                    None => {}
+                },
+            }
+        }));
     }
     for thread in threads {
         let _ = thread.join();
     }
 }
 
-fn serve_connection(mut stream: TcpStream, conn: u64, shared: &Shared, handler: &(dyn Fn(&Request) -> Reply + Sync)) {
-    let _ = stream.set_nodelay(true);
-    let _ = stream.set_read_timeout(Some(POLL));
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
+/// What a connection is carried on: TCP, or TLS over TCP.
+trait Transport: Read + Write {
+    /// The FIN after the last response (over TLS, a close_notify first).
+    fn finish(&mut self);
+    /// TLS: the handshake, once it has finished (asked after each read).
+    fn handshake(&self) -> Option<tls::ServerHandshake> {
+        None
+    }
+}
+
+impl Transport for TcpStream {
+    fn finish(&mut self) {
+        let _ = self.shutdown(Shutdown::Write);
+    }
+}
+
+fn serve_connection(
+    mut stream: impl Transport,
+    conn: u64,
+    shared: &Shared,
+    handler: &(dyn Fn(&Request) -> Reply + Sync),
+) {
+    let mut handshake_seen = false;
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 16 * 1024];
     loop {
@@ -357,7 +419,12 @@ fn serve_connection(mut stream: TcpStream, conn: u64, shared: &Shared, handler: 
         if shared.stop.load(Ordering::SeqCst) {
             return;
         }
-        match stream.read(&mut chunk) {
+        let read = stream.read(&mut chunk);
+        if !handshake_seen && let Some(handshake) = stream.handshake() {
+            handshake_seen = true;
+            shared.handshakes.lock().unwrap_or_else(PoisonError::into_inner).push(handshake);
+        }
+        match read {
             Ok(0) => return,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
@@ -383,8 +450,8 @@ fn sleep_unless_stopped(delay: Duration, stop: &AtomicBool) -> bool {
 
 /// FIN after the response, then read until the client closes too (at most 2 s), so nothing unread in the
 /// receive buffer turns the close into a reset that could destroy the response.
-fn close_gracefully(stream: &mut TcpStream, stop: &AtomicBool) {
-    let _ = stream.shutdown(Shutdown::Write);
+fn close_gracefully(stream: &mut impl Transport, stop: &AtomicBool) {
+    stream.finish();
     let deadline = Instant::now() + Duration::from_secs(2);
     let mut sink = [0u8; 4096];
     while Instant::now() < deadline && !stop.load(Ordering::SeqCst) {

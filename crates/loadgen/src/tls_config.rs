@@ -1,0 +1,215 @@
+//! The TLS client configuration a run's [`TlsSettings`] ask for, built once before the workers start: the
+//! trust anchors (a CA file, or `--insecure`), exactly the versions, cipher suites and key-exchange groups
+//! asked for (so every server under test negotiates the same thing), ALPN `http/1.1`, and session resumption
+//! on or off. Each worker then takes its own copy ([`for_worker`]) with its own session store, so no lock is
+//! shared between threads and "resumed after the first handshake" holds per worker.
+
+use std::sync::Arc;
+
+use rustls::client::Resumption;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms, aws_lc_rs};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme, SupportedProtocolVersion};
+
+use crate::settings::{TlsSettings, TlsVersion, Trust};
+
+/// Sessions (tickets) a worker's store keeps: rustls's default.
+const SESSIONS: usize = 256;
+
+/// What a worker needs to open TLS connections to the target.
+#[derive(Debug, Clone)]
+pub struct TlsClient {
+    pub config: Arc<ClientConfig>,
+    /// SNI and the certificate's name: the URL's host (an IP address sends no SNI, as rustls does).
+    pub server_name: ServerName<'static>,
+    pub resume: bool,
+}
+
+/// The client configuration for `tls` against `host`. Errors are one line, for the user.
+pub fn build(tls: &TlsSettings, host: &str) -> Result<TlsClient, String> {
+    let server_name =
+        ServerName::try_from(host.to_string()).map_err(|e| format!("{host:?} is not a TLS server name: {e}"))?;
+    let provider = Arc::new(provider(tls)?);
+    let versions: &[&'static SupportedProtocolVersion] = match tls.version {
+        Some(TlsVersion::V1_2) => &[&rustls::version::TLS12],
+        Some(TlsVersion::V1_3) => &[&rustls::version::TLS13],
+        None => rustls::DEFAULT_VERSIONS,
+    };
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(versions)
+        .map_err(|e| format!("the TLS flags ask for nothing that can be offered: {e}"))?;
+    let mut config = match &tls.trust {
+        Trust::CaFile(path) => {
+            let mut roots = RootCertStore::empty();
+            let certs = CertificateDer::pem_file_iter(path)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| format!("cannot read --cacert {}: {e}", path.display()))?;
+            let (added, _) = roots.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(format!("--cacert {}: no CA certificate in it", path.display()));
+            }
+            builder.with_root_certificates(roots).with_no_client_auth()
+        }
+        Trust::Insecure => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider.signature_verification_algorithms)))
+            .with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.resumption = Resumption::disabled();
+    Ok(TlsClient { config: Arc::new(config), server_name, resume: tls.resume })
+}
+
+/// A worker's own copy of the configuration: with resumption on, a session store of its own.
+pub fn for_worker(client: &TlsClient) -> TlsClient {
+    if !client.resume {
+        return client.clone();
+    }
+    let mut config = (*client.config).clone();
+    config.resumption = Resumption::in_memory_sessions(SESSIONS);
+    TlsClient { config: Arc::new(config), ..client.clone() }
+}
+
+/// aws-lc-rs with the suites and groups asked for (default: its suites, X25519 alone).
+fn provider(tls: &TlsSettings) -> Result<CryptoProvider, String> {
+    let mut provider = aws_lc_rs::default_provider();
+    if !tls.ciphers.is_empty() {
+        provider.cipher_suites = pick(&tls.ciphers, aws_lc_rs::ALL_CIPHER_SUITES, "--tls-cipher", |s| {
+            s.suite().as_str().unwrap_or("?").to_string()
+        })?;
+    }
+    let groups: Vec<String> = if tls.groups.is_empty() { vec!["x25519".into()] } else { tls.groups.clone() };
+    provider.kx_groups =
+        pick(&groups, aws_lc_rs::ALL_KX_GROUPS, "--tls-group", |g| g.name().as_str().unwrap_or("?").to_string())?;
+    if let Some(version) = tls.version {
+        let wanted = match version {
+            TlsVersion::V1_2 => rustls::ProtocolVersion::TLSv1_2,
+            TlsVersion::V1_3 => rustls::ProtocolVersion::TLSv1_3,
+        };
+        if !provider.cipher_suites.iter().any(|s| s.version().version == wanted) {
+            return Err(format!("--tls-cipher offers no suite for --tls-version {}", version.name()));
+        }
+    }
+    Ok(provider)
+}
+
+/// The items of `all` named in `names` (case-insensitive; `-` and `_` alike), in the order asked.
+fn pick<T: Copy>(names: &[String], all: &[T], flag: &str, name: impl Fn(&T) -> String) -> Result<Vec<T>, String> {
+    let norm = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    names
+        .iter()
+        .map(|asked| {
+            all.iter().find(|item| norm(&name(item)) == norm(asked)).copied().ok_or_else(|| {
+                let known: Vec<String> = all.iter().map(&name).collect();
+                format!("{flag} {asked:?} is not one of {}", known.join(", "))
+            })
+        })
+        .collect()
+}
+
+/// `--insecure`: any certificate chain is accepted, but the handshake's signature is checked with the
+/// certificate's key as usual, so an insecure handshake costs the client what a verified one would, minus
+/// the chain check.
+#[derive(Debug)]
+struct AnyCertificate(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(version: Option<TlsVersion>, ciphers: &[&str], groups: &[&str]) -> TlsSettings {
+        TlsSettings {
+            trust: Trust::Insecure,
+            resume: true,
+            version,
+            ciphers: ciphers.iter().map(|s| s.to_string()).collect(),
+            groups: groups.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn offers_exactly_what_was_asked() {
+        let p = provider(&settings(None, &[], &[])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.kx_groups.iter().map(|g| g.name()).collect::<Vec<_>>(), [rustls::NamedGroup::X25519]);
+        assert_eq!(p.cipher_suites.len(), aws_lc_rs::DEFAULT_CIPHER_SUITES.len());
+        let p = provider(&settings(None, &["tls13_aes_128_gcm_sha256"], &["SECP256R1", "x25519"]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            p.cipher_suites.iter().map(|s| s.suite()).collect::<Vec<_>>(),
+            [rustls::CipherSuite::TLS13_AES_128_GCM_SHA256]
+        );
+        assert_eq!(
+            p.kx_groups.iter().map(|g| g.name()).collect::<Vec<_>>(),
+            [rustls::NamedGroup::secp256r1, rustls::NamedGroup::X25519]
+        );
+    }
+
+    #[test]
+    fn unknown_names_and_impossible_mixes_are_refused() {
+        let e = provider(&settings(None, &["TLS13_NOPE"], &[])).err().unwrap_or_default();
+        assert!(e.starts_with("--tls-cipher \"TLS13_NOPE\" is not one of TLS13_AES_256_GCM_SHA384"), "{e}");
+        let e = provider(&settings(None, &[], &["p999"])).err().unwrap_or_default();
+        assert!(e.contains("--tls-group \"p999\" is not one of"), "{e}");
+        let e = provider(&settings(Some(TlsVersion::V1_2), &["TLS13_AES_128_GCM_SHA256"], &[])).err();
+        assert_eq!(e.as_deref(), Some("--tls-cipher offers no suite for --tls-version 1.2"));
+    }
+
+    #[test]
+    fn a_missing_or_empty_ca_file_is_named() {
+        let mut tls = settings(None, &[], &[]);
+        tls.trust = Trust::CaFile("/nonexistent/ca.pem".into());
+        let e = build(&tls, "localhost").err().unwrap_or_default();
+        assert!(e.starts_with("cannot read --cacert /nonexistent/ca.pem"), "{e}");
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "").unwrap_or_else(|e| panic!("{e}"));
+        tls.trust = Trust::CaFile(empty.clone());
+        let e = build(&tls, "localhost").err().unwrap_or_default();
+        assert_eq!(e, format!("--cacert {}: no CA certificate in it", empty.display()));
+    }
+
+    #[test]
+    fn each_worker_gets_its_own_session_store() {
+        let client = build(&settings(None, &[], &[]), "127.0.0.1").unwrap_or_else(|e| panic!("{e}"));
+        let (a, b) = (for_worker(&client), for_worker(&client));
+        assert!(!Arc::ptr_eq(&a.config, &b.config));
+        assert_eq!(client.config.alpn_protocols, [b"http/1.1".to_vec()]);
+    }
+}
