@@ -11,9 +11,7 @@ fn main() {
     let limits = app.limits(serve_args.limits());
     let (addr, workers) = (app.settings().addr, limits.workers);
     let (profile, routes) = (app.settings().profile.as_str(), app.routes());
-    let banner = |bound| {
-        format!("flight-rs listening on http://{bound} (profile {profile}, {workers} workers, {routes} routes)")
-    };
+    let banner = |url| format!("flight-rs listening on {url} (profile {profile}, {workers} workers, {routes} routes)");
     serve::serve_until_signal("flight-rs", addr, limits, banner, move || app.service());
     tracing::info!("flight-rs stopped");
 }

@@ -17,7 +17,6 @@ fn main() {
         eprintln!("ladder-rs: {e}");
         std::process::exit(1)
     });
-    let banner =
-        move |bound| format!("ladder-rs listening on http://{bound} ({workers} workers, database {db}, {postgres})");
+    let banner = move |url| format!("ladder-rs listening on {url} ({workers} workers, database {db}, {postgres})");
     serve::serve_until_signal("ladder-rs", addr, limits, banner, ladder::service_factory(shared));
 }

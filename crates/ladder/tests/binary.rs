@@ -112,3 +112,76 @@ fn seed_is_idempotent_and_the_binary_serves_it() {
     let exit = wait_for_exit(&mut child.0, Duration::from_secs(5)).expect("exits after SIGTERM");
     assert_eq!(exit.code(), Some(0));
 }
+
+/// `ladder-rs` serving `data` over TLS with the files in `dir`: the child and its address.
+fn ladder_tls(data: &Dataset, dir: &std::path::Path) -> (Guard, SocketAddr) {
+    let db = data.db().display().to_string();
+    let port = testkit::free_port().to_string();
+    let (cert, key) = (dir.join("cert.pem").display().to_string(), dir.join("key.pem").display().to_string());
+    let env = [
+        ("LADDER_PORT", port.as_str()),
+        ("LADDER_HOSTNAME", "127.0.0.1"),
+        ("LADDER_WORKERS", "2"),
+        ("LADDER_DB", db.as_str()),
+        ("LADDER_TLS_CERT", cert.as_str()),
+        ("LADDER_TLS_KEY", key.as_str()),
+    ];
+    let child = ladder(&env, &[]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");
+    let mut child = Guard(child);
+    let stdout = child.0.stdout.take().expect("stdout");
+    let line = testkit::first_line(stdout, Duration::from_secs(10)).expect("a listening line");
+    assert!(line.starts_with(&format!("ladder-rs listening on https://127.0.0.1:{port}")), "{line}");
+    (child, format!("127.0.0.1:{port}").parse().expect("addr"))
+}
+
+#[test]
+fn https_serves_the_rungs_and_sighup_swaps_the_certificate() {
+    let dir = tempfile::tempdir().expect("dir");
+    let old = certs::Bundle::generate(certs::LOOPBACK_NAMES).expect("certs");
+    old.write(dir.path()).expect("write");
+    let data = Dataset::generate(50);
+    let (mut child, addr) = ladder_tls(&data, dir.path());
+    let id = data.sample_ids().remove(0);
+    let sqlite =
+        format!("POST /ladder/sqlite HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{}", body(&id).len(), body(&id));
+    let mut open = testkit::http::Conn::open_tls(addr, &testkit::tls::Client::new(&old.ca_pem)).expect("handshake");
+    assert_json(&open.request(&sqlite), 200, &common::sqlite_body(&data, &id), "the SQLite rung over TLS");
+
+    let new = certs::Bundle::generate(certs::LOOPBACK_NAMES).expect("new");
+    new.write(dir.path()).expect("write the new pair");
+    let hup = Command::new("kill").arg("-HUP").arg(child.0.id().to_string()).status().expect("kill");
+    assert!(hup.success());
+    let client = testkit::tls::Client::new(&new.ca_pem);
+    let swapped = testkit::wait::until(Duration::from_secs(5), || testkit::http::Conn::open_tls(addr, &client).is_ok());
+    assert!(swapped.is_some(), "after SIGHUP the new certificate is served");
+    assert!(child.0.try_wait().expect("try_wait").is_none(), "SIGHUP does not stop the server");
+    assert_json(&open.request(&sqlite), 200, &common::sqlite_body(&data, &id), "a connection from before SIGHUP");
+
+    let status = Command::new("kill").arg("-TERM").arg(child.0.id().to_string()).status().expect("kill");
+    assert!(status.success());
+    assert_eq!(wait_for_exit(&mut child.0, Duration::from_secs(5)).expect("exits").code(), Some(0));
+}
+
+#[test]
+fn bad_tls_files_exit_64_naming_the_file() {
+    let dir = tempfile::tempdir().expect("dir");
+    let files = certs::Bundle::generate(certs::LOOPBACK_NAMES).expect("certs").write(dir.path()).expect("write");
+    let other_dir = tempfile::tempdir().expect("dir");
+    let other = certs::Bundle::generate(&["localhost"]).expect("other").write(other_dir.path()).expect("write");
+    let (cert, key, other_key) =
+        (files.chain.display().to_string(), files.key.display().to_string(), other.key.display().to_string());
+    let missing = dir.path().join("nope.pem").display().to_string();
+    for (env, expect) in [
+        (vec![("LADDER_TLS_CERT", cert.as_str())], "--tls-key"),
+        (vec![("LADDER_TLS_KEY", key.as_str())], "--tls-cert"),
+        (vec![("LADDER_TLS_CERT", cert.as_str()), ("LADDER_TLS_KEY", missing.as_str())], missing.as_str()),
+        (vec![("LADDER_TLS_CERT", cert.as_str()), ("LADDER_TLS_KEY", other_key.as_str())], "does not match"),
+        (vec![("LADDER_TLS_CERT", key.as_str()), ("LADDER_TLS_KEY", key.as_str())], "no CERTIFICATE"),
+    ] {
+        let (code, stdout, stderr) = run(&env, &[]);
+        assert_eq!(code, Some(64), "{env:?}: {stderr:?}");
+        assert_eq!(stderr.lines().count(), 1, "{env:?}: one line, got {stderr:?}");
+        assert!(stderr.contains(expect), "{env:?}: {stderr:?} names {expect}");
+        assert!(stdout.is_empty(), "nothing listened: {stdout:?}");
+    }
+}

@@ -18,7 +18,6 @@ fn main() {
         None => "no cache".to_string(),
     };
     let db = settings.db.path.display().to_string();
-    let banner =
-        move |bound| format!("metadata-rs listening on http://{bound} ({workers} workers, database {db}, {cache})");
+    let banner = move |url| format!("metadata-rs listening on {url} ({workers} workers, database {db}, {cache})");
     serve::serve_until_signal("metadata-rs", addr, limits, banner, metadata::service_factory(settings));
 }

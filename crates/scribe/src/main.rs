@@ -34,7 +34,7 @@ fn main() {
     }
     let (addr, workers) = (shared.settings.addr, limits.workers);
     let database = shared.settings.database_name.clone();
-    let banner = |bound| format!("scribe-rs listening on http://{bound} ({workers} workers, database {database})");
+    let banner = |url| format!("scribe-rs listening on {url} ({workers} workers, database {database})");
     serve::serve_until_signal("scribe-rs", addr, limits, banner, move || shared.service());
 }
 

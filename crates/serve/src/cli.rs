@@ -44,9 +44,17 @@ fn exit_on_clap_error(e: clap::Error) -> ! {
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         e.exit();
     }
+    // clap's first paragraph, on one line: "the following required arguments were not provided:" alone
+    // would not say which.
     let rendered = e.to_string();
-    let first = rendered.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid configuration");
-    exit_config(first.trim_start_matches("error: "))
+    let paragraph: Vec<&str> = rendered
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let message = if paragraph.is_empty() { "invalid configuration".to_string() } else { paragraph.join(" ") };
+    exit_config(message.trim_start_matches("error: "))
 }
 
 /// Prints `config error: <message>` on stderr and exits with [`EXIT_CONFIG`].

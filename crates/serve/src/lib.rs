@@ -24,6 +24,7 @@ mod response;
 mod server;
 mod signal;
 mod telemetry;
+mod tls;
 
 pub use body::{Body, BodyError, BoxError, RequestBody, read_body};
 pub use cli::{EXIT_CONFIG, command_with_env, exit_config, parse_or_exit};
@@ -38,6 +39,7 @@ pub use response::{
 pub use server::{Server, serve_until_signal};
 pub use signal::ShutdownSignal;
 pub use telemetry::init_tracing;
+pub use tls::{Tls, TlsError, TlsSettings};
 
 /// The request type every server in the workspace handles.
 pub type Request = http::Request<RequestBody>;

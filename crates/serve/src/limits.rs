@@ -1,4 +1,7 @@
+use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::TlsSettings;
 
 /// Serving limits and worker count shared by every server. Flattened into each binary's config; the env var of
 /// each field is `<BINARY PREFIX>_<FIELD>` (see [`crate::parse_or_exit`]), e.g. `FLIGHT_WORKERS`.
@@ -35,6 +38,26 @@ pub struct ServeArgs {
     /// Seconds to let in-flight requests finish after SIGTERM/SIGINT before connections are cut.
     #[arg(long, default_value_t = 10)]
     pub shutdown_timeout: u64,
+    /// PEM certificate chain (server certificate first): serve HTTPS instead of HTTP. Needs --tls-key.
+    #[arg(long, value_name = "PATH", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key matching --tls-cert. Needs --tls-cert.
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// With TLS: issue session tickets (stateless resumption), on or off.
+    #[arg(long, default_value = "on", value_name = "on|off", value_parser = on_off, action = clap::ArgAction::Set)]
+    pub tls_tickets: bool,
+    /// With TLS: keep a session cache (stateful resumption), on or off.
+    #[arg(long, default_value = "on", value_name = "on|off", value_parser = on_off, action = clap::ArgAction::Set)]
+    pub tls_session_cache: bool,
+}
+
+fn on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("{other:?} is neither on nor off")),
+    }
 }
 
 impl ServeArgs {
@@ -50,7 +73,13 @@ impl ServeArgs {
             min_data_rate_window: Duration::from_secs(self.min_data_rate_window.max(1)),
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
             peer_addr: false,
+            tls: self.tls(),
         }
+    }
+
+    fn tls(&self) -> Option<TlsSettings> {
+        let (cert, key) = (self.tls_cert.clone()?, self.tls_key.clone()?);
+        Some(TlsSettings { cert, key, tickets: self.tls_tickets, session_cache: self.tls_session_cache })
     }
 }
 
@@ -73,6 +102,15 @@ pub struct Limits {
     /// Put the client's socket address in each request's extensions as [`crate::PeerAddr`]. Off unless a
     /// server needs it (rate limiting, request logs): it costs an allocation per request.
     pub peer_addr: bool,
+    /// Serve HTTPS with these files (loaded and checked when the server starts); None: plain HTTP.
+    pub tls: Option<TlsSettings>,
+}
+
+impl Limits {
+    /// `https` or `http`, for banners and URLs.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
+    }
 }
 
 impl Default for Limits {
@@ -88,6 +126,7 @@ impl Default for Limits {
             min_data_rate_window: Duration::from_secs(5),
             shutdown_timeout: Duration::from_secs(10),
             peer_addr: false,
+            tls: None,
         }
     }
 }

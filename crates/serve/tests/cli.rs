@@ -103,3 +103,20 @@ fn non_numeric_values_are_rejected() {
 fn unknown_flags_are_rejected() {
     assert_eq!(rejected(&["--no-such-flag"]), ErrorKind::UnknownArgument);
 }
+
+#[test]
+fn tls_takes_both_files_and_resumption_switches() {
+    assert!(limits(&[]).tls.is_none(), "plain HTTP unless both files are given");
+    assert_eq!(limits(&[]).scheme(), "http");
+    assert_eq!(rejected(&["--tls-cert", "c.pem"]), ErrorKind::MissingRequiredArgument);
+    assert_eq!(rejected(&["--tls-key", "k.pem"]), ErrorKind::MissingRequiredArgument);
+    let both = limits(&["--tls-cert", "c.pem", "--tls-key", "k.pem"]);
+    assert_eq!(both.scheme(), "https");
+    let tls = both.tls.expect("TLS settings");
+    assert_eq!((tls.cert.to_str(), tls.key.to_str()), (Some("c.pem"), Some("k.pem")));
+    assert!(tls.tickets && tls.session_cache, "resumption is on by default");
+    let off = limits(&["--tls-cert", "c", "--tls-key", "k", "--tls-tickets", "off", "--tls-session-cache", "off"]);
+    let off = off.tls.expect("TLS settings");
+    assert!(!off.tickets && !off.session_cache);
+    assert_eq!(rejected(&["--tls-cert", "c", "--tls-key", "k", "--tls-tickets", "maybe"]), ErrorKind::ValueValidation);
+}

@@ -89,9 +89,10 @@ impl Response {
 }
 
 /// A client connection: what the server sent beyond one response stays buffered for the next (pipelining).
-/// After an error mid-response the connection is out of step; open a new one.
+/// After an error mid-response the connection is out of step; open a new one. Plain TCP, or TLS with
+/// [`Conn::open_tls`] (the same calls then speak through rustls).
 pub struct Conn {
-    stream: TcpStream,
+    stream: Transport,
     /// Received and not yet parsed: the start of the next response.
     buf: Vec<u8>,
     /// Every read and write must be done by then ([`Conn::open_within`]).
@@ -105,7 +106,29 @@ impl Conn {
         stream.set_read_timeout(Some(IO_TIMEOUT))?;
         stream.set_write_timeout(Some(IO_TIMEOUT))?;
         stream.set_nodelay(true)?;
-        Ok(Conn { stream, buf: Vec::new(), deadline: None })
+        Ok(Conn { stream: Transport::Plain(stream), buf: Vec::new(), deadline: None })
+    }
+
+    /// [`Conn::open`], then a TLS handshake trusting only `ca_pem` (ALPN `http/1.1`, server name `localhost`
+    /// unless `server_name` says otherwise). The handshake is done when this returns.
+    pub fn open_tls(addr: SocketAddr, client: &crate::tls::Client) -> io::Result<Conn> {
+        let tcp = TcpStream::connect_timeout(&addr, IO_TIMEOUT)?;
+        tcp.set_read_timeout(Some(IO_TIMEOUT))?;
+        tcp.set_write_timeout(Some(IO_TIMEOUT))?;
+        tcp.set_nodelay(true)?;
+        let mut tls = rustls::StreamOwned::new(client.connection()?, tcp);
+        while tls.conn.is_handshaking() {
+            tls.conn.complete_io(&mut tls.sock)?;
+        }
+        Ok(Conn { stream: Transport::Tls(Box::new(tls)), buf: Vec::new(), deadline: None })
+    }
+
+    /// The TLS session of a [`Conn::open_tls`] connection (None for plain TCP).
+    pub fn tls(&self) -> Option<&rustls::ClientConnection> {
+        match &self.stream {
+            Transport::Plain(_) => None,
+            Transport::Tls(tls) => Some(&tls.conn),
+        }
     }
 
     /// Like [`Conn::open`], but everything on this connection (connect, writes, reads) must be done within
@@ -114,7 +137,7 @@ impl Conn {
         let deadline = Instant::now() + within;
         let stream = TcpStream::connect_timeout(&addr, within)?;
         stream.set_nodelay(true)?;
-        Ok(Conn { stream, buf: Vec::new(), deadline: Some(deadline) })
+        Ok(Conn { stream: Transport::Plain(stream), buf: Vec::new(), deadline: Some(deadline) })
     }
 
     /// The time left before the deadline, as a socket timeout (`None`: no deadline).
@@ -134,29 +157,32 @@ impl Conn {
 
     /// The socket, for options and timeouts of its own.
     pub fn stream(&self) -> &TcpStream {
-        &self.stream
+        self.stream.tcp()
     }
 
     /// The socket itself, for a test that drives it by hand (nothing was read from it yet, or what was is
-    /// dropped).
+    /// dropped; a TLS session is dropped with it).
     pub fn into_stream(self) -> TcpStream {
-        self.stream
+        match self.stream {
+            Transport::Plain(tcp) => tcp,
+            Transport::Tls(tls) => tls.sock,
+        }
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.stream.local_addr().expect("a connected socket has a local address")
+        self.stream().local_addr().expect("a connected socket has a local address")
     }
 
     /// Read and write timeout from now on.
     pub fn set_timeout(&self, timeout: Duration) {
-        self.stream.set_read_timeout(Some(timeout)).expect("set read timeout");
-        self.stream.set_write_timeout(Some(timeout)).expect("set write timeout");
+        self.stream().set_read_timeout(Some(timeout)).expect("set read timeout");
+        self.stream().set_write_timeout(Some(timeout)).expect("set write timeout");
     }
 
     /// Writes bytes as they are (a partial request, a malformed one, several pipelined).
     pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
         if let Some(left) = self.time_left()? {
-            self.stream.set_write_timeout(Some(left))?;
+            self.stream().set_write_timeout(Some(left))?;
         }
         self.stream.write_all(bytes)?;
         self.stream.flush()
@@ -254,7 +280,7 @@ impl Conn {
             if remaining.is_zero() {
                 break None;
             }
-            self.stream.set_read_timeout(Some(remaining.max(Duration::from_millis(1)))).expect("set read timeout");
+            self.stream().set_read_timeout(Some(remaining.max(Duration::from_millis(1)))).expect("set read timeout");
             match self.stream.read(&mut chunk) {
                 Ok(0) => break Some(total),
                 Ok(n) => total += n,
@@ -264,7 +290,7 @@ impl Conn {
                 Err(_) => break Some(total),
             }
         };
-        let _ = self.stream.set_read_timeout(Some(IO_TIMEOUT));
+        let _ = self.stream().set_read_timeout(Some(IO_TIMEOUT));
         closed
     }
 
@@ -273,7 +299,7 @@ impl Conn {
         let mut chunk = [0u8; 16 * 1024];
         loop {
             if let Some(left) = self.time_left()? {
-                self.stream.set_read_timeout(Some(left))?;
+                self.stream().set_read_timeout(Some(left))?;
             }
             match self.stream.read(&mut chunk) {
                 Ok(n) => {
@@ -401,6 +427,51 @@ pub fn enc(raw: &str) -> String {
         }
     }
     out
+}
+
+/// What a [`Conn`] reads and writes through.
+enum Transport {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Transport {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Transport::Plain(tcp) => tcp,
+            Transport::Tls(tls) => &tls.sock,
+        }
+    }
+}
+
+impl Read for Transport {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(tcp) => tcp.read(buf),
+            // A server that closes without close_notify (most do, after a response with Connection: close)
+            // ends the stream like a plain close would.
+            Transport::Tls(tls) => match tls.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
+                other => other,
+            },
+        }
+    }
+}
+
+impl Write for Transport {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(tcp) => tcp.write(buf),
+            Transport::Tls(tls) => tls.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Transport::Plain(tcp) => tcp.flush(),
+            Transport::Tls(tls) => tls.flush(),
+        }
+    }
 }
 
 #[cfg(test)]

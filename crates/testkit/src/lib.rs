@@ -12,6 +12,7 @@ pub mod http;
 mod in_process;
 pub mod process;
 pub mod shared;
+pub mod tls;
 pub mod wait;
 pub mod workspace;
 

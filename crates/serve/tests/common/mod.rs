@@ -25,6 +25,7 @@ pub fn test_limits() -> Limits {
         min_data_rate_window: Duration::from_secs(5),
         shutdown_timeout: Duration::from_secs(2),
         peer_addr: false,
+        tls: None,
     }
 }
 
