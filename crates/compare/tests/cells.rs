@@ -84,20 +84,22 @@ fn clean_peer_run_counts() {
 }
 
 /// Stands in for a database server's process tree: a real process that spins (at the lowest priority, so it
-/// takes only idle CPU) for `lifetime` seconds, whose CPU the window reads and whose exit it must notice.
-/// (The real PostgreSQL and Redis are measured by the notes tests.)
-fn database_process(lifetime: &str) -> std::process::Child {
+/// takes only idle CPU) for `lifetime`, whose CPU the window reads and whose exit it must notice. (The real
+/// PostgreSQL and Redis are measured by the notes tests.) One process, bash itself (nice execs it), which
+/// ends on its own clock: a `timeout` in between would leave its spinning child behind when killed.
+fn database_process(lifetime: Duration) -> std::process::Child {
+    let spin = r#"end=$(( ${EPOCHREALTIME/./} + $1 )); while (( ${EPOCHREALTIME/./} < end )); do :; done"#;
     std::process::Command::new("nice")
-        .args(["-n", "19", "timeout", lifetime, "sh", "-c", "while :; do :; done"])
+        .args(["-n", "19", "bash", "-c", spin, "spin", &lifetime.as_micros().to_string()])
         .spawn()
-        .expect("nice timeout sh")
+        .expect("nice bash")
 }
 
 #[test]
 fn a_database_that_exits_mid_run_voids_it_and_a_live_one_is_measured() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut live = database_process("30");
-    let mut dying = database_process("0.3");
+    let mut live = database_process(Duration::from_secs(30));
+    let mut dying = database_process(Duration::from_millis(300));
     let databases = vec![Database { name: "postgres", pid: live.id() }, Database { name: "redis", pid: dying.id() }];
     // The settle before the window (half a second) outlasts 0.3 s: the dying one is gone when it is checked.
     let rec = run_with_databases(&fake_peer_spec(u64::MAX), dir.path(), databases);
