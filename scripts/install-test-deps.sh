@@ -11,6 +11,10 @@ as_root() {
 need=()
 command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || need+=(redis-server)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# bench/peers/test-tls.sh makes its throwaway certificates and checks the peers' handshakes with openssl, and
+# picks free ports with python3.
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 # initdb lives in /usr/lib/postgresql/<major>/bin on Debian, not on PATH; the package also creates the
 # `postgres` user that testkit runs the server as when the tests run as root.
 if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then

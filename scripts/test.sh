@@ -39,6 +39,10 @@ else
   cargo test --workspace --locked --no-fail-fast
   LOADGEN_ENGINE=epoll cargo test -p loadgen --locked --no-fail-fast
 fi
+# The peers' HTTPS (bench/peers/tls.mjs): each TLS peer's answer, pinned suite and group, resumption on and
+# off, plaintext refused on the TLS port, bad settings exit 64 (about 11 s).
+echo "== peers over TLS"
+bash bench/peers/test-tls.sh
 # The container stack, for real (scripts/compose-check.sh, deploy/podman/README.md): every image built, the
 # stack up on podman, checked from the host, a PostgreSQL outage, down. The images take the binaries built
 # above (debug info stripped), so no second, release build of the workspace runs inside a container; the

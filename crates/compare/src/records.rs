@@ -151,7 +151,7 @@ pub struct Record {
     pub latency_us: Option<LatencyUs>,
     /// Responses per status code.
     pub statuses: BTreeMap<u16, u64>,
-    /// loadgen's errors by kind (connect, read, write, timeout, parse, closed, assertion).
+    /// loadgen's errors by kind (connect, tls, read, write, timeout, parse, closed, assertion).
     pub errors: BTreeMap<String, u64>,
     /// utime+stime of the server's whole process tree over the window, per response.
     pub server_cpu_us_per_resp: Option<f64>,

@@ -51,6 +51,12 @@ struct Runtime {
 
 /// Starts one runtime with the ladder's env and waits until /healthz answers.
 fn start(name: &'static str, db: &Path, database_url: &str) -> Runtime {
+    start_with(name, db, database_url, None)
+}
+
+/// [`start`], serving HTTPS with `tls` (its certificate files and the client that trusts them) when given:
+/// ladder-rs reads `LADDER_TLS_CERT`/`LADDER_TLS_KEY`, the peers `TLS_CERT`/`TLS_KEY`.
+fn start_with(name: &'static str, db: &Path, database_url: &str, tls: Option<&Tls>) -> Runtime {
     let port = testkit::free_port();
     let script = |file: &str| peers_dir().join("ladder").join(file);
     let mut cmd = match name {
@@ -77,13 +83,21 @@ fn start(name: &'static str, db: &Path, database_url: &str) -> Runtime {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    if let Some(tls) = tls {
+        let (cert, key) = if name == "rust" { ("LADDER_TLS_CERT", "LADDER_TLS_KEY") } else { ("TLS_CERT", "TLS_KEY") };
+        cmd.env(cert, &tls.files.chain).env(key, &tls.files.key);
+    }
     let mut child = Guard(cmd.spawn().unwrap_or_else(|e| panic!("could not start {name}: {e}")));
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
     let ready = eventually(Duration::from_secs(20), || {
         if let Ok(Some(status)) = child.0.try_wait() {
             panic!("{name} exited before answering: {status}");
         }
-        testkit::http::try_request(addr, "GET", "/healthz", &[], None).ok().filter(|r| r.status == 200)
+        match tls {
+            None => testkit::http::try_request(addr, "GET", "/healthz", &[], None).ok(),
+            Some(tls) => tls.conn(addr).ok().map(|mut c| c.request("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")),
+        }
+        .filter(|r| r.status == 200)
     });
     assert!(ready.is_some(), "{name} never answered /healthz on {addr}");
     Runtime { name, addr, child }
@@ -222,6 +236,75 @@ fn bun_and_node_answer_byte_for_byte_like_ladder_rs() {
     assert_eq!(answers[0].0, 413);
     assert!(answers.iter().all(|a| *a == answers[0]), "chunked over the limit: {answers:?}");
 
+    for runtime in runtimes {
+        runtime.stop();
+    }
+}
+
+/// A throwaway certificate in a temp dir and a client that trusts it.
+struct Tls {
+    _dir: tempfile::TempDir,
+    files: certs::Files,
+    client: testkit::tls::Client,
+}
+
+impl Tls {
+    fn new() -> Tls {
+        let dir = tempfile::tempdir().expect("dir");
+        let bundle = certs::Bundle::generate(certs::LOOPBACK_NAMES).expect("certs");
+        let files = bundle.write(dir.path()).expect("write");
+        Tls { _dir: dir, files, client: testkit::tls::Client::new(&bundle.ca_pem) }
+    }
+
+    fn conn(&self, addr: SocketAddr) -> std::io::Result<testkit::http::Conn> {
+        testkit::http::Conn::open_tls(addr, &self.client)
+    }
+}
+
+/// Over HTTPS (the ladder's step D), every runtime answers the rungs with rust's bytes and negotiates what
+/// rust does with the same client: TLS 1.3, one cipher suite, one key-exchange group, ALPN http/1.1 (Bun.serve
+/// selects none; HTTP/1.1 is spoken either way).
+#[test]
+fn over_tls_the_peers_answer_and_negotiate_like_ladder_rs() {
+    require_peers();
+    let data = Dataset::generate(50);
+    let pg = common::shared_postgres();
+    let url = pg.create_database("t_peers_tls");
+    common::seed(&url, 1000);
+    let tls = Tls::new();
+    let runtimes: Vec<Runtime> =
+        ["rust", "bun", "node"].into_iter().map(|n| start_with(n, &data.db(), &url, Some(&tls))).collect();
+    let id = data.sample_ids().remove(0);
+    let sqlite =
+        format!("POST /ladder/sqlite HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{}", body(&id).len(), body(&id));
+    let empty = "GET /ladder/empty HTTP/1.1\r\nHost: t\r\n\r\n";
+    let mut seen = Vec::new();
+    for runtime in &runtimes {
+        let mut conn = tls.conn(runtime.addr).unwrap_or_else(|e| panic!("{}: handshake: {e}", runtime.name));
+        let answers: Vec<(u16, String)> = [empty, sqlite.as_str()]
+            .iter()
+            .map(|req| {
+                let res = conn.request(req);
+                (res.status, res.text())
+            })
+            .collect();
+        let session = conn.tls().expect("TLS");
+        let negotiated = (
+            session.protocol_version(),
+            session.negotiated_cipher_suite().map(|s| s.suite()),
+            session.negotiated_key_exchange_group().map(|g| g.name()),
+        );
+        let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
+        assert!(alpn.is_none() || alpn.as_deref() == Some(b"http/1.1"), "{}: ALPN {alpn:?}", runtime.name);
+        seen.push((runtime.name, answers, negotiated));
+    }
+    let (_, rust_answers, rust_tls) = &seen[0];
+    assert_eq!(rust_answers[1].0, 200, "the SQLite rung answered: {rust_answers:?}");
+    assert_eq!(rust_tls.0, Some(rustls::ProtocolVersion::TLSv1_3));
+    for (name, answers, negotiated) in &seen[1..] {
+        assert_eq!(answers, rust_answers, "{name} answers differ from rust over TLS");
+        assert_eq!(negotiated, rust_tls, "{name} negotiated other parameters than rust");
+    }
     for runtime in runtimes {
         runtime.stop();
     }

@@ -1,5 +1,8 @@
 //! The TLS side of tests' HTTPS connections ([`crate::http::Conn::open_tls`]): a rustls client that trusts one
-//! CA (a fresh [`certs::Bundle`]'s), offers ALPN `http/1.1` and names the server `localhost`.
+//! CA (a fresh [`certs::Bundle`]'s), offers ALPN `http/1.1`, names the server `localhost`, and offers one
+//! key-exchange group, X25519, as compare's loader does: offered rustls's default list, Bun's BoringSSL
+//! answers with a HelloRetryRequest for X25519MLKEM768 where rustls and Node take X25519, so the runtimes
+//! would not do the same handshake.
 
 use std::io;
 use std::sync::Arc;
@@ -36,7 +39,10 @@ impl Client {
         for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
             roots.add(cert.expect("CA PEM")).expect("a usable CA certificate");
         }
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(rustls::crypto::CryptoProvider {
+            kx_groups: vec![rustls::crypto::aws_lc_rs::kx_group::X25519],
+            ..rustls::crypto::aws_lc_rs::default_provider()
+        });
         let mut config = ClientConfig::builder_with_provider(provider)
             .with_protocol_versions(versions)
             .expect("protocol versions")
