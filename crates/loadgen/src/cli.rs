@@ -128,7 +128,8 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     pub tls_cipher: Vec<String>,
     /// https: key-exchange groups to offer, by name, comma-separated (x25519, secp256r1, secp384r1,
-    /// x25519mlkem768). Default: x25519 alone, so every server negotiates the same.
+    /// x25519mlkem768); the first is sent as the key share. Default: x25519,secp256r1 (every TLS 1.3 server
+    /// takes X25519; P-256 is listed for TLS 1.2 servers with a P-256 certificate).
     #[arg(long, value_delimiter = ',')]
     pub tls_group: Vec<String>,
     /// Open loop: total requests per second over all threads. Latency is then measured from each request's

@@ -114,7 +114,7 @@ pub struct TlsConfig {
     pub version: Option<String>,
     /// Cipher suites asked for by `--tls-cipher` (empty: rustls's defaults).
     pub cipher_suites: Vec<String>,
-    /// Key-exchange groups asked for by `--tls-group` (empty: X25519 alone).
+    /// Key-exchange groups asked for by `--tls-group` (empty: X25519, then P-256).
     pub groups: Vec<String>,
 }
 

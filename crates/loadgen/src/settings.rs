@@ -117,7 +117,8 @@ pub struct TlsSettings {
     pub version: Option<TlsVersion>,
     /// Cipher suites to offer, by rustls's names (`TLS13_AES_128_GCM_SHA256`); empty: rustls's defaults.
     pub ciphers: Vec<String>,
-    /// Key-exchange groups to offer, by name (`x25519`, `secp256r1`); empty: X25519 alone.
+    /// Key-exchange groups to offer, by name (`x25519`, `secp256r1`), the first with a key share; empty:
+    /// X25519, then P-256 (see `tls_config`).
     pub groups: Vec<String>,
 }
 

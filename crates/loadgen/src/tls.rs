@@ -174,6 +174,11 @@ impl Sessions {
                     return false;
                 }
             }
+            if state.peer_has_closed() {
+                // close_notify ends the stream as a FIN does (a close-delimited body ends here), whether or
+                // not the FIN follows.
+                return up(i, Event::Eof);
+            }
         }
         self.list_flush(i); // handshake replies (the client's Finished), key updates
         true

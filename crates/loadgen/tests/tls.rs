@@ -42,7 +42,7 @@ fn keep_alive_https_works_on_both_engines() {
         let one = |key: &str| [(key.to_string(), 4u64)].into_iter().collect::<std::collections::BTreeMap<_, _>>();
         assert_eq!(tls.counts.versions, one("TLSv1.3"), "{engine}");
         assert_eq!(tls.counts.cipher_suites, one("TLS13_AES_256_GCM_SHA384"), "{engine}: rustls's first suite");
-        assert_eq!(tls.counts.groups, one("X25519"), "{engine}: X25519 is offered alone");
+        assert_eq!(tls.counts.groups, one("X25519"), "{engine}: X25519 has the key share");
         assert_eq!(tls.counts.alpn, one("http/1.1"), "{engine}");
         assert_eq!((tls.counts.handshakes.full, tls.counts.handshakes.resumed), (4, 0), "{engine}");
         assert_eq!(tls.handshake_latency.count, 4, "{engine}");

@@ -18,6 +18,9 @@ pub struct Certs {
     pub bundle: certs::Bundle,
     /// `ca.pem`: what `--cacert` takes.
     pub ca: PathBuf,
+    /// `cert.pem` (the server's chain) and `key.pem`, for servers started as processes.
+    pub chain: PathBuf,
+    pub key: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -26,7 +29,7 @@ impl Certs {
         let bundle = certs::Bundle::generate(certs::LOOPBACK_NAMES).expect("generate a certificate bundle");
         let dir = tempfile::tempdir().expect("temp dir");
         let files = bundle.write(dir.path()).expect("write the certificate bundle");
-        Certs { bundle, ca: files.ca, _dir: dir }
+        Certs { bundle, ca: files.ca, chain: files.chain, key: files.key, _dir: dir }
     }
 
     pub fn ca(&self) -> &str {
