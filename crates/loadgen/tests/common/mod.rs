@@ -357,10 +357,11 @@ fn accept_loop(
             let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
             match tls {
                 None => serve_connection(stream, conn, &shared, &*handler),
-                Some(config) => match tls::Stream::accept(config, stream) {
-                    Some(stream) => serve_connection(stream, conn, &shared, &*handler),
-                    None => {}
-                },
+                Some(config) => {
+                    if let Some(stream) = tls::Stream::accept(config, stream) {
+                        serve_connection(stream, conn, &shared, &*handler);
+                    }
+                }
             }
         }));
     }
