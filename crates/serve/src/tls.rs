@@ -97,10 +97,6 @@ impl Tls {
     pub fn acceptor(&self) -> TlsAcceptor {
         TlsAcceptor::from(self.config.clone())
     }
-
-    pub fn settings(&self) -> &TlsSettings {
-        &self.settings
-    }
 }
 
 /// The certificate new handshakes get; replaced whole by a reload.

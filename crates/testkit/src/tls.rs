@@ -1,4 +1,4 @@
-//! The TLS side of tests' HTTPS connections ([`crate::http::Conn::open_tls`]): a rustls client that trusts one
+//! The TLS side of tests' HTTPS connections (`http::Conn::open_tls`): a rustls client that trusts one
 //! CA (a fresh [`certs::Bundle`]'s), offers ALPN `http/1.1`, names the server `localhost`, and offers one
 //! key-exchange group, X25519, as compare's loader does: offered rustls's default list, Bun's BoringSSL
 //! answers with a HelloRetryRequest for X25519MLKEM768 where rustls and Node take X25519, so the runtimes
