@@ -4,6 +4,7 @@
 //
 // Contract (byte-identical with ladder-rs in crates/ladder: status, content-type, body):
 //   GET|HEAD /ladder/empty     200 {"ok":true}
+//   GET|HEAD /ladder/json      200 catalog(): 1,043 bytes of JSON built and serialized per request
 //   POST /ladder/validate      JSON body checked against SCHEMA (ajv, compiled once):
 //                              200 {"ok":true,"id":ID}; 400 {"error":…} (not JSON / not UTF-8 / schema)
 //   POST /ladder/sqlite        that, then VIDEO_SQL with the id:
@@ -45,6 +46,31 @@ export const SCHEMA = {
     note: { type: "string", maxLength: 280 },
   },
 };
+
+// The GET /ladder/json document, the same content as crates/ladder/src/catalog.rs. It exists to give the
+// ladder a rung whose per-request work is building a ~1 KiB value and serializing it (HttpArena's json-tls
+// size, the published ladder's "1 KB JSON"), with no body and no database. Integers, booleans and ASCII
+// strings that need no escaping only, so JSON.stringify and serde_json print the same bytes by construction.
+const CATALOG_ITEMS = Object.freeze([
+  { id: 1, name: "Anvil", category: "tools", tags: ["iron", "heavy"], active: true, price: 18900, counts: { stock: 12, sold: 340 } },
+  { id: 2, name: "Bellows", category: "tools", tags: ["leather"], active: true, price: 4250, counts: { stock: 4, sold: 57 } },
+  { id: 3, name: "Chisel", category: "tools", tags: ["steel", "small"], active: false, price: 1299, counts: { stock: 0, sold: 1210 } },
+  { id: 4, name: "Dowel", category: "parts", tags: ["oak", "small", "bulk"], active: true, price: 15, counts: { stock: 5000, sold: 88123 } },
+  { id: 5, name: "Easel", category: "studio", tags: ["pine"], active: true, price: 7600, counts: { stock: 7, sold: 19 } },
+  { id: 6, name: "Ferrule", category: "parts", tags: ["brass", "small"], active: true, price: 85, counts: { stock: 820, sold: 4406 } },
+  { id: 7, name: "Gimlet", category: "tools", tags: ["steel"], active: false, price: 950, counts: { stock: 3, sold: 95 } },
+  { id: 8, name: "Hinge", category: "parts", tags: ["brass", "bulk"], active: true, price: 240, counts: { stock: 1500, sold: 23017 } },
+]);
+
+/**
+ * A fresh catalog document, built on every request and stringified right after: building and serializing is
+ * the work this rung compares, so it is not cached as a string. Each item is a fresh object with a fresh
+ * counts object (ladder-rs copies its structs by value into a fresh Vec); the tags arrays stay shared, as
+ * ladder-rs shares its static slices.
+ */
+export function catalog() {
+  return { ok: true, total: CATALOG_ITEMS.length, items: CATALOG_ITEMS.map((r) => ({ ...r, counts: { ...r.counts } })) };
+}
 
 /** The ladder_items row a video id reads: sum of its character codes (ids are ASCII) mod 1000, plus 1. */
 export function itemKey(id) {
@@ -195,6 +221,9 @@ export function createApp(cfg, openSqlite, log = (msg) => console.error(msg)) {
       const rung = RUNGS.get(path);
       if (rung !== undefined) return method === "POST" ? rung : NOT_ALLOWED_POST;
       if (path === "/ladder/empty") return method === "GET" || method === "HEAD" ? OK : NOT_ALLOWED_READ;
+      if (path === "/ladder/json") {
+        return method === "GET" || method === "HEAD" ? json(200, JSON.stringify(catalog())) : NOT_ALLOWED_READ;
+      }
       if (path === "/healthz") return method === "GET" || method === "HEAD" ? HEALTH_OK : NOT_ALLOWED_READ;
       return NOT_FOUND;
     },

@@ -10,9 +10,9 @@ use http::{HeaderValue, Method, StatusCode};
 use serde::Serialize;
 use serve::{Reply, Request, Response};
 
-use crate::Shared;
 use crate::db::{Video, VideoError, Videos};
 use crate::pg::{Item, Items, item_key};
+use crate::{Shared, catalog};
 
 const OK: &[u8] = br#"{"ok":true}"#;
 const HEALTH_OK: &[u8] = br#"{"status":"ok"}"#;
@@ -41,8 +41,9 @@ impl Ladder {
 impl serve::Handler for Ladder {
     fn handle(&self, req: Request) -> Reply {
         let rung = match req.uri().path() {
-            "/ladder/empty" => return Reply::now(read_only(req.method(), OK)),
-            "/healthz" => return Reply::now(read_only(req.method(), HEALTH_OK)),
+            "/ladder/empty" => return Reply::now(read_only(req.method(), || fixed(OK))),
+            "/ladder/json" => return Reply::now(read_only(req.method(), || render(&catalog::build()))),
+            "/healthz" => return Reply::now(read_only(req.method(), || fixed(HEALTH_OK))),
             "/ladder/validate" => Rung::Validate,
             "/ladder/sqlite" => Rung::Sqlite,
             "/ladder/postgres" => Rung::Postgres,
@@ -154,9 +155,15 @@ fn render<T: Serialize>(value: &T) -> Response {
     serve::json(StatusCode::OK, value)
 }
 
-fn read_only(method: &Method, body: &'static [u8]) -> Response {
+fn fixed(body: &'static [u8]) -> Response {
+    serve::json_bytes(StatusCode::OK, Bytes::from_static(body))
+}
+
+/// GET and HEAD get `answer()` (hyper drops the body for HEAD, keeping its length), anything else 405. HEAD
+/// builds the body too, as the peers do: its content-length is the body's.
+fn read_only(method: &Method, answer: impl FnOnce() -> Response) -> Response {
     if method == Method::GET || method == Method::HEAD {
-        serve::json_bytes(StatusCode::OK, Bytes::from_static(body))
+        answer()
     } else {
         serve::method_not_allowed(HeaderValue::from_static("GET, HEAD"))
     }

@@ -1,7 +1,9 @@
-//! ladder-rs: the comparison ladder's server. Four rungs, each adding per-request work to the one below, so a
-//! comparison can show how each runtime's lead changes as the work grows:
+//! ladder-rs: the comparison ladder's server. Rungs of growing per-request work, so a comparison can show how each
+//! runtime's lead changes as the work grows: two GET rungs (a fixed body, then a document built and serialized per
+//! request), then three POST rungs, each doing what the one above it does plus one step:
 //!
 //! * `GET /ladder/empty`: `{"ok":true}`;
+//! * `GET /ladder/json`: a 1 KiB JSON document ([`catalog`]) built and serialized on every request;
 //! * `POST /ladder/validate`: parse the JSON body and check it against a JSON Schema compiled once;
 //! * `POST /ladder/sqlite`: that, then read the body's video id from the `metadata-rs gen-data` SQLite file;
 //! * `POST /ladder/postgres`: that, then read one `ladder_items` row from Postgres (`ladder-rs seed` fills it).
@@ -13,6 +15,7 @@
 
 pub mod api;
 pub mod body;
+pub mod catalog;
 pub mod config;
 pub mod db;
 pub mod pg;

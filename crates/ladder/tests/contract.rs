@@ -1,5 +1,6 @@
 //! Every rung's contract against ladder-rs in process, over a real SQLite file and a real Postgres: the bodies
-//! (built here independently with serde_json), 404s, 405s with Allow, and bad bodies (400, 413).
+//! (built here independently with serde_json, or written out for the fixed 1 KiB document), 404s, 405s with
+//! Allow, and bad bodies (400, 413).
 
 mod common;
 
@@ -60,14 +61,25 @@ fn every_rung_answers_its_contract() {
 #[test]
 fn routes_and_methods() {
     let Fixture { server, _pg, .. } = fixture("t_routes", 1000);
-    for path in
-        ["/", "/nope", "/ladder", "/ladder/", "/ladder/empty/", "/ladder/EMPTY", "/ladder/sqlite/x", "/healthz/"]
-    {
+    for path in [
+        "/",
+        "/nope",
+        "/ladder",
+        "/ladder/",
+        "/ladder/empty/",
+        "/ladder/EMPTY",
+        "/ladder/json/",
+        "/ladder/json.json",
+        "/ladder/sqlite/x",
+        "/healthz/",
+    ] {
         assert_json(&server.get(path), 404, r#"{"error":"not found"}"#, path);
     }
     assert_json(&server.post("/nope", "{}"), 404, r#"{"error":"not found"}"#, "POST /nope");
     for (method, path, allow) in [
         ("POST", "/ladder/empty", "GET, HEAD"),
+        ("POST", "/ladder/json", "GET, HEAD"),
+        ("PUT", "/ladder/json", "GET, HEAD"),
         ("DELETE", "/healthz", "GET, HEAD"),
         ("GET", "/ladder/validate", "POST"),
         ("PUT", "/ladder/sqlite", "POST"),
@@ -80,6 +92,52 @@ fn routes_and_methods() {
             assert_json(&res, 405, r#"{"error":"method not allowed"}"#, path);
         }
     }
+}
+
+/// The `GET /ladder/json` document byte for byte, written out here rather than taken from the crate, so a change
+/// to the content (which would change what the ladder measures, and must change the peers too) fails here.
+const CATALOG: &str = concat!(
+    r#"{"ok":true,"total":8,"items":["#,
+    r#"{"id":1,"name":"Anvil","category":"tools","tags":["iron","heavy"],"active":true,"price":18900,"#,
+    r#""counts":{"stock":12,"sold":340}},"#,
+    r#"{"id":2,"name":"Bellows","category":"tools","tags":["leather"],"active":true,"price":4250,"#,
+    r#""counts":{"stock":4,"sold":57}},"#,
+    r#"{"id":3,"name":"Chisel","category":"tools","tags":["steel","small"],"active":false,"price":1299,"#,
+    r#""counts":{"stock":0,"sold":1210}},"#,
+    r#"{"id":4,"name":"Dowel","category":"parts","tags":["oak","small","bulk"],"active":true,"price":15,"#,
+    r#""counts":{"stock":5000,"sold":88123}},"#,
+    r#"{"id":5,"name":"Easel","category":"studio","tags":["pine"],"active":true,"price":7600,"#,
+    r#""counts":{"stock":7,"sold":19}},"#,
+    r#"{"id":6,"name":"Ferrule","category":"parts","tags":["brass","small"],"active":true,"price":85,"#,
+    r#""counts":{"stock":820,"sold":4406}},"#,
+    r#"{"id":7,"name":"Gimlet","category":"tools","tags":["steel"],"active":false,"price":950,"#,
+    r#""counts":{"stock":3,"sold":95}},"#,
+    r#"{"id":8,"name":"Hinge","category":"parts","tags":["brass","bulk"],"active":true,"price":240,"#,
+    r#""counts":{"stock":1500,"sold":23017}}"#,
+    "]}",
+);
+
+/// The 1 KiB JSON rung answers the same document every time, GET or HEAD, with neither database: it depends on
+/// nothing but the request.
+#[test]
+fn the_json_rung_answers_its_1_kib_document() {
+    let dir = tempfile::tempdir().expect("dir");
+    let server = TestServer::start(settings(&dir.path().join("missing.db"), None));
+    // The size the ladder's "1 KB JSON" rung stands for; ASCII, so the peers' string length is its byte length.
+    assert!((1000..=1100).contains(&CATALOG.len()) && CATALOG.is_ascii(), "{} bytes", CATALOG.len());
+    let value: serde_json::Value = serde_json::from_str(CATALOG).expect("the expected document is JSON");
+    assert_eq!(value["items"].as_array().map(Vec::len), Some(8));
+    let length = CATALOG.len().to_string();
+    for target in ["/ladder/json", "/ladder/json?cache=bust", "/ladder/json"] {
+        let res = server.get(target);
+        assert_json(&res, 200, CATALOG, target);
+        assert_eq!(res.header("content-length"), Some(length.as_str()), "{target}");
+    }
+    let head = request(server.addr, "HEAD", "/ladder/json", &[], None);
+    assert_eq!((head.status, head.header("content-type")), (200, Some("application/json")), "HEAD");
+    // HEAD announces the GET body's length and sends none of it.
+    let length = CATALOG.len().to_string();
+    assert_eq!((head.header("content-length"), head.body.len()), (Some(length.as_str()), 0), "HEAD");
 }
 
 #[test]

@@ -170,6 +170,14 @@ fn bun_and_node_answer_byte_for_byte_like_ladder_rs() {
         probe("GET", "/ladder/empty", None),
         probe("GET", "/ladder/empty?x=1", None),
         probe("HEAD", "/ladder/empty", None),
+        // The 1 KiB document: built and serialized per request by each runtime, so the same bytes here mean the
+        // same content and key order, not a copied string.
+        probe("GET", "/ladder/json", None),
+        probe("GET", "/ladder/json?x=1", None),
+        probe("HEAD", "/ladder/json", None),
+        probe("POST", "/ladder/json", Some(b"{}".to_vec())),
+        probe("DELETE", "/ladder/json", None),
+        probe("GET", "/ladder/json/", None),
         probe("GET", "/healthz", None),
         probe("GET", "/nope", None),
         probe("GET", "/ladder/empty/", None),
@@ -218,6 +226,10 @@ fn bun_and_node_answer_byte_for_byte_like_ladder_rs() {
     let answered = |target: &str, status: u16| {
         probes.iter().zip(&statuses).filter(|(p, s)| p.target == target && **s == status).count()
     };
+    // The document answered to GET and HEAD (and with a query), the other methods refused, the trailing slash
+    // unknown.
+    assert_eq!(answered("/ladder/json", 200) + answered("/ladder/json?x=1", 200), 3, "rust's statuses: {statuses:?}");
+    assert_eq!(answered("/ladder/json", 405) + answered("/ladder/json/", 404), 3);
     // 8 samples and 4 edge rows found, the absent id and the malformed row not; every bad body refused.
     assert_eq!(answered("/ladder/postgres", 200), 12, "rust's statuses: {statuses:?}");
     assert_eq!(answered("/ladder/sqlite", 404) + answered("/ladder/postgres", 404), 2);
@@ -278,10 +290,11 @@ fn over_tls_the_peers_answer_and_negotiate_like_ladder_rs() {
     let sqlite =
         format!("POST /ladder/sqlite HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{}", body(&id).len(), body(&id));
     let empty = "GET /ladder/empty HTTP/1.1\r\nHost: t\r\n\r\n";
+    let catalog = "GET /ladder/json HTTP/1.1\r\nHost: t\r\n\r\n";
     let mut seen = Vec::new();
     for runtime in &runtimes {
         let mut conn = tls.conn(runtime.addr).unwrap_or_else(|e| panic!("{}: handshake: {e}", runtime.name));
-        let answers: Vec<(u16, String)> = [empty, sqlite.as_str()]
+        let answers: Vec<(u16, String)> = [empty, catalog, sqlite.as_str()]
             .iter()
             .map(|req| {
                 let res = conn.request(req);
@@ -299,7 +312,9 @@ fn over_tls_the_peers_answer_and_negotiate_like_ladder_rs() {
         seen.push((runtime.name, answers, negotiated));
     }
     let (_, rust_answers, rust_tls) = &seen[0];
-    assert_eq!(rust_answers[1].0, 200, "the SQLite rung answered: {rust_answers:?}");
+    assert_eq!(rust_answers[1].0, 200, "the JSON rung answered: {rust_answers:?}");
+    assert!((1000..=1100).contains(&rust_answers[1].1.len()), "the JSON rung's 1 KiB: {rust_answers:?}");
+    assert_eq!(rust_answers[2].0, 200, "the SQLite rung answered: {rust_answers:?}");
     assert_eq!(rust_tls.0, Some(rustls::ProtocolVersion::TLSv1_3));
     for (name, answers, negotiated) in &seen[1..] {
         assert_eq!(answers, rust_answers, "{name} answers differ from rust over TLS");
@@ -319,13 +334,14 @@ fn peers_fail_like_ladder_rs_without_their_databases() {
     let runtimes: Vec<Runtime> = ["rust", "bun", "node"].into_iter().map(|n| start(n, &missing, &nowhere)).collect();
     let probes = vec![
         probe("GET", "/ladder/empty", None),
+        probe("GET", "/ladder/json", None),
         probe("POST", "/ladder/validate", Some(body("abc").into_bytes())),
         probe("POST", "/ladder/sqlite", Some(body("abc").into_bytes())),
         probe("POST", "/ladder/postgres", Some(body("abc").into_bytes())),
         status_only("/ladder/sqlite", b"{}"),
     ];
-    assert_eq!(compare(&runtimes, &probes), [200, 200, 503, 503, 400]);
-    let res = send(runtimes[0].addr, &probes[2]);
+    assert_eq!(compare(&runtimes, &probes), [200, 200, 200, 503, 503, 400]);
+    let res = send(runtimes[0].addr, &probes[3]);
     assert_eq!((res.status, res.header("retry-after")), (503, Some("1")));
     for runtime in runtimes {
         runtime.stop();
