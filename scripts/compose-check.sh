@@ -12,7 +12,8 @@
 # Steps: install the engine and its tools when missing (apt, as root); build the stand-ins that are missing or
 # out of date; build the five images; `up -d`, the bench profile's servers too; wait for every health check;
 # then the stack's checks, a Rust test target (tests/tests/stack.rs): each server's smoke test, the bench
-# profile's loadgen run, a PostgreSQL outage under writes, `compare images`; `down -v`. One line per check
+# profile's loadgen run, a PostgreSQL outage under writes, `compare images`, flight-rs recreated with
+# deploy/compose/tls.yml (HTTPS from a throwaway certificate) and back; `down -v`. One line per check
 # (`ok` or `FAIL`), failures summed up last.
 #
 # --binaries DIR: DIR holds flight-rs, scribe-rs, metadata-rs, loadgen, probe and compare built on this machine
@@ -363,7 +364,7 @@ tests_pid=""
 # machine busy); the cause is not found yet. After the smoke checks it passed in every run.
 stack_order=(flight_rs_answers_hello_and_healthz scribe_rs_notes_round_trip metadata_rs_serves_the_seeded_dataset
   bench_profile_loadgen_loads_every_server postgres_outage_loses_no_acknowledged_write
-  compare_images_measures_every_image)
+  compare_images_measures_every_image flight_rs_serves_https_with_the_tls_override)
 stack_tests() {
   local rc=0 t listed
   log "stack checks: cargo test -p e2e --test stack -- --ignored (tests/tests/stack.rs)"

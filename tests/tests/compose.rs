@@ -2,7 +2,9 @@
 //! against the Compose schema (docker-compose 1.29.2 `config`), every Dockerfile with hadolint, and the
 //! compose file against the code it deploys: every variable a server is given is one it reads and parses, every
 //! published or health-checked port is the one it will listen on, images and build targets agree with the
-//! Dockerfile, and deploy/compose/bench.sh runs end to end against real servers on 127.0.0.1.
+//! Dockerfile, and deploy/compose/bench.sh runs end to end against real servers on 127.0.0.1. The HTTPS override,
+//! deploy/compose/tls.yml, gives every published server the TLS variables it reads, pointing at the two file
+//! secrets it mounts, and nothing else but its health check off.
 //!
 //! The validators are installed into .tools/bin by `bash scripts/install-deploy-tools.sh`; a missing one fails
 //! these tests (with that command in the message) rather than skipping them.
@@ -577,6 +579,91 @@ fn peer_variables_are_read_by_the_peer_sources_and_match_their_ports() {
         }
     }
     assert_eq!(peers, 6, "a Bun and a Node peer of each of the three services");
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// c, continued. The HTTPS override, deploy/compose/tls.yml: the TLS variables, from two file secrets
+// ------------------------------------------------------------------------------------------------------------
+
+/// `docker-compose -f docker-compose.yml -f <over> config -q` from the workspace root, with `files` as the
+/// override's TLS_CERT_FILE and TLS_KEY_FILE (unset when None).
+fn tls_config(over: &Path, files: Option<(&Path, &Path)>) -> Output {
+    let mut cmd = Command::new(tool("docker-compose"));
+    cmd.current_dir(root()).args(["-f", "docker-compose.yml", "-f"]).arg(over).args(["config", "-q"]);
+    for var in ["SERVER_CPUS", "LOADER_CPUS", "COMPOSE_PROFILES", "COMPOSE_FILE", "TLS_CERT_FILE", "TLS_KEY_FILE"] {
+        cmd.env_remove(var);
+    }
+    if let Some((cert, key)) = files {
+        cmd.env("TLS_CERT_FILE", cert).env("TLS_KEY_FILE", key);
+    }
+    cmd.output().expect("docker-compose runs")
+}
+
+#[test]
+fn tls_override_gives_every_published_server_its_certificate_and_key() {
+    let base = compose();
+    let tls_yml = read("deploy/compose/tls.yml");
+    let tls: Value = serde_yaml::from_str(&tls_yml).expect("deploy/compose/tls.yml is YAML");
+
+    // Two file secrets, from variables that must be set (compose stops, naming the variable, when one is not).
+    let secrets: BTreeMap<String, String> = tls["secrets"]
+        .as_mapping()
+        .expect("top-level secrets")
+        .iter()
+        .map(|(name, secret)| (scalar(name), scalar(&secret["file"])))
+        .collect();
+    let names: Vec<&str> = secrets.keys().map(String::as_str).collect();
+    assert_eq!(names, ["tls-cert", "tls-key"]);
+    assert!(secrets["tls-cert"].starts_with("${TLS_CERT_FILE:?"), "{secrets:?}");
+    assert!(secrets["tls-key"].starts_with("${TLS_KEY_FILE:?"), "{secrets:?}");
+
+    // Exactly the servers docker-compose.yml publishes, each given both files and the variables that name them.
+    let published_servers: BTreeSet<String> =
+        services(&base).into_iter().filter(|(name, svc)| !published(name, svc).is_empty()).map(|(n, _)| n).collect();
+    let covered: BTreeSet<String> = services(&tls).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(covered, published_servers, "tls.yml covers every published server");
+    for (name, svc) in services(&tls) {
+        let keys: BTreeSet<String> = svc.as_mapping().expect("a service").keys().map(scalar).collect();
+        assert_eq!(keys, BTreeSet::from(["environment", "healthcheck", "secrets"].map(String::from)), "{name}");
+        // probe speaks plain HTTP only: a check against the HTTPS port would always fail.
+        let health = svc["healthcheck"].as_mapping().expect("a healthcheck mapping");
+        assert!(health.len() == 1 && health.get("disable") == Some(&Value::Bool(true)), "{name}: {health:?}");
+        assert_eq!(strings(&svc["secrets"]), ["tls-cert", "tls-key"], "{name}");
+
+        let base_svc = service(&base, &name);
+        let server = Server::of_image(base_svc["image"].as_str().unwrap_or_default())
+            .unwrap_or_else(|| panic!("{name}: tls.yml covers a service that runs no Rust server"));
+        let tls_env = env(&name, &svc);
+        // Each variable is the server's --tls-cert or --tls-key, and names the secret of the same name.
+        let args = server.args_from_env(&name, &tls_env);
+        let mut expected =
+            vec!["--tls-cert=/run/secrets/tls-cert".to_string(), "--tls-key=/run/secrets/tls-key".into()];
+        let mut got = args.clone();
+        got.sort();
+        expected.sort();
+        assert_eq!(got, expected, "{name}: {tls_env:?}");
+        // With the base file's variables, the server still parses and binds as before.
+        let mut all = env(&name, &base_svc);
+        all.extend(tls_env);
+        let addr = server.resolve(&server.args_from_env(&name, &all)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(addr.is_some_and(|a| a.ip().is_unspecified()), "{name}");
+    }
+
+    // docker-compose 1.29 (compose-check's client) refuses the health checks' `disable: true` in an override,
+    // and reads the file without them (e2e::tls_override_for_compose_1_29) when both variables are set.
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, "").expect("write a placeholder");
+    std::fs::write(&key, "").expect("write a placeholder");
+    let shipped = root().join("deploy/compose/tls.yml");
+    let out = tls_config(&shipped, Some((&cert, &key)));
+    assert!(!out.status.success() && text(&out).contains("\"disable: true\" cannot be combined"), "{}", text(&out));
+    let for_1_29 = dir.path().join("tls.yml");
+    std::fs::write(&for_1_29, e2e::tls_override_for_compose_1_29(&tls_yml)).expect("write the 1.29 copy");
+    let out = tls_config(&for_1_29, Some((&cert, &key)));
+    assert!(out.status.success(), "docker-compose 1.29 rejects tls.yml without its health checks:\n{}", text(&out));
+    let out = tls_config(&for_1_29, None);
+    assert!(!out.status.success() && text(&out).contains("set TLS_CERT_FILE"), "{}", text(&out));
 }
 
 // ------------------------------------------------------------------------------------------------------------
