@@ -1,12 +1,15 @@
 //! deploy/k8s, checked without a cluster (this project's machines have none):
 //!
 //! - Schemas: every manifest passes `kubernetes-validate --strict` for Kubernetes 1.37 and 1.31 (and a copy
-//!   with an unknown field fails, so the validator is known to validate); both kustomizations render with
-//!   `kubectl kustomize` into objects that pass too, every one in the stack's namespace.
+//!   with an unknown field fails, so the validator is known to validate); the kustomizations (the stack, the
+//!   loadgen Job, and deploy/k8s-tls, the stack with HTTPS) render with `kubectl kustomize` into objects that
+//!   pass too, every one in the stack's namespace.
 //! - Meaning: each Deployment's env, turned into command-line flags, parses as its server's own config (so no
 //!   variable is misspelled or unread and every value is valid); probes, Services, PodDisruptionBudgets and
 //!   NetworkPolicies point at ports and pods that exist; requests equal limits in whole CPUs and the worker
-//!   count equals them; every pod is locked down; the kustomizations list every file.
+//!   count equals them; every pod is locked down; the kustomizations list every file. deploy/k8s-tls differs
+//!   from the stack only in what HTTPS needs: the Secret's files mounted where the servers' TLS variables
+//!   point, readable by their group alone, HTTPS probes, `appProtocol: https`.
 //! - Behaviour: each server, started in this process from its Deployment's env, answers its probe paths as
 //!   the manifests' comments say (scribe-rs's liveness path 200 and readiness path 503 with Postgres and Redis
 //!   down); metadata-rs's init container command writes a file the server serves; the loadgen Job's exact
@@ -35,6 +38,11 @@ const KUBERNETES_VERSIONS: [&str; 2] = ["1.37.0", "1.31.0"];
 
 fn k8s_dir() -> PathBuf {
     root().join("deploy/k8s")
+}
+
+/// The HTTPS overlay: beside deploy/k8s, as kustomize refuses an overlay inside its base's directory.
+fn k8s_tls_dir() -> PathBuf {
+    root().join("deploy/k8s-tls")
 }
 
 /// A validator installed by scripts/install-deploy-tools.sh; a clear failure when it is missing.
@@ -272,20 +280,25 @@ fn the_validator_rejects_what_the_schemas_do_not_allow() {
     assert!(text.contains("WARN"), "an unknown kind should at least warn:\n{text}");
 }
 
+/// `kubectl kustomize dir`, written to `out` (what the validator reads) and parsed.
+fn render(dir: &Path, out: &Path) -> Vec<Value> {
+    let output = Command::new(kubectl()).arg("kustomize").arg(dir).output().expect("run kubectl kustomize");
+    assert!(
+        output.status.success(),
+        "kubectl kustomize {} failed: {}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::fs::write(out, &output.stdout).expect("write the rendered objects");
+    documents(out)
+}
+
 #[test]
-fn both_kustomizations_render_into_valid_objects_in_the_namespace() {
+fn every_kustomization_renders_into_valid_objects_in_the_namespace() {
     let dir = tempfile::tempdir().expect("temp dir");
-    for (name, path) in [("stack", k8s_dir()), ("loadgen", k8s_dir().join("loadgen"))] {
-        let output = Command::new(kubectl()).arg("kustomize").arg(&path).output().expect("run kubectl kustomize");
-        assert!(
-            output.status.success(),
-            "kubectl kustomize {} failed: {}",
-            path.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
+    for (name, path) in [("stack", k8s_dir()), ("loadgen", k8s_dir().join("loadgen")), ("tls", k8s_tls_dir())] {
         let rendered = dir.path().join(format!("{name}.yaml"));
-        std::fs::write(&rendered, &output.stdout).expect("write the rendered objects");
-        let docs = documents(&rendered);
+        let docs = render(&path, &rendered);
         assert!(!docs.is_empty(), "{name}: nothing rendered");
         for doc in &docs {
             if str_at(doc, "/kind") != "Namespace" {
@@ -467,6 +480,121 @@ fn deployments_configure_the_servers_they_run() {
         assert!(u64_at(&deployment.value, "/spec/replicas") >= 2, "{id}");
         let selector = at(&deployment.value, "/spec/selector/matchLabels");
         assert!(selects(selector, at(&deployment.value, "/spec/template/metadata/labels")), "{id}");
+    }
+}
+
+/// The env prefix of a server's variables (what its main passes to serve::parse_or_exit).
+fn prefix(server: Server) -> &'static str {
+    match server {
+        Server::Flight => "FLIGHT",
+        Server::Scribe => "SCRIBE_APP",
+        Server::Metadata => "METADATA",
+    }
+}
+
+/// Removes the entries of the list at `pointer` for which `drop` holds, and the list itself if that empties it.
+fn remove_from_list(value: &mut Value, pointer: &str, drop: impl Fn(&Value) -> bool) {
+    let (parent, key) = pointer.rsplit_once('/').expect("a pointer with a parent");
+    let Some(map) = value.pointer_mut(parent).and_then(Value::as_object_mut) else { return };
+    let Some(list) = map.get_mut(key).and_then(Value::as_array_mut) else { return };
+    list.retain(|entry| !drop(entry));
+    if list.is_empty() {
+        map.remove(key);
+    }
+}
+
+fn remove_field(value: &mut Value, pointer: &str) {
+    let (parent, key) = pointer.rsplit_once('/').expect("a pointer with a parent");
+    if let Some(map) = value.pointer_mut(parent).and_then(Value::as_object_mut) {
+        map.remove(key);
+    }
+}
+
+/// deploy/k8s-tls, rendered, is deploy/k8s rendered plus HTTPS and nothing else: each server reads the
+/// `server-tls` Secret's tls.crt and tls.key from a read-only mount (the variables parse as the server's own),
+/// the files are readable by the server's group and no other uid, every probe uses HTTPS, and the server
+/// Services say `appProtocol: https`. With exactly those removed, every object equals the plain stack's.
+#[test]
+fn tls_overlay_adds_https_and_nothing_else() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plain = render(&k8s_dir(), &dir.path().join("stack.yaml"));
+    let tls = render(&k8s_tls_dir(), &dir.path().join("tls.yaml"));
+    let objects: Vec<Object> =
+        tls.iter().map(|value| Object { file: "deploy/k8s-tls".into(), value: value.clone() }).collect();
+    let servers = BTreeSet::from(["flight-rs", "metadata-rs", "scribe-rs"]);
+    let mut patched = BTreeSet::new();
+    let mut stripped = BTreeMap::new();
+    for object in &objects {
+        let id = object.id();
+        let mut value = object.value.clone();
+        match object.kind() {
+            "Deployment" => {
+                let name = object.name();
+                let server = Server::of(name);
+                let pod = object.pod_spec();
+                let container = main_container(object);
+                let env = container_env(&objects, container);
+                parse_server(server, &env);
+                let var = |suffix: &str| format!("{}_TLS_{suffix}", prefix(server));
+                let path_of = |var: &str| -> String {
+                    let found = env.iter().find(|(n, _)| n == var).unwrap_or_else(|| panic!("{id}: no {var}"));
+                    found.1.clone()
+                };
+                let (cert, key) = (path_of(&var("CERT")), path_of(&var("KEY")));
+                let mount = array_at(container, "/volumeMounts")
+                    .iter()
+                    .find(|m| cert.starts_with(&format!("{}/", str_at(m, "/mountPath"))))
+                    .unwrap_or_else(|| panic!("{id}: nothing mounted where {cert} is"));
+                let at_mount = str_at(mount, "/mountPath");
+                assert_eq!(
+                    (cert.as_str(), key.as_str()),
+                    (&*format!("{at_mount}/tls.crt"), &*format!("{at_mount}/tls.key"))
+                );
+                assert_eq!(mount.get("readOnly"), Some(&Value::Bool(true)), "{id}: the key's mount is read-only");
+                let volume = array_at(pod, "/volumes")
+                    .iter()
+                    .find(|v| v["name"] == mount["name"])
+                    .unwrap_or_else(|| panic!("{id}: no volume {}", mount["name"]));
+                assert_eq!(str_at(volume, "/secret/secretName"), "server-tls", "{id}");
+                assert!(volume.pointer("/secret/items").is_none(), "{id}: the kubernetes.io/tls keys as they are");
+                // Secret files are root's; the pod's fsGroup becomes their group. Readable by the server's group
+                // (its runAsGroup), by no other uid, writable by none.
+                let mode = u64_at(volume, "/secret/defaultMode");
+                assert_eq!(mode & 0o277, 0o040, "{id}: defaultMode {mode:o}: group read, nothing for others");
+                assert_eq!(at(pod, "/securityContext/fsGroup"), at(pod, "/securityContext/runAsGroup"), "{id}");
+                for probe in ["startupProbe", "readinessProbe", "livenessProbe"] {
+                    assert_eq!(str_at(container, &format!("/{probe}/httpGet/scheme")), "HTTPS", "{id} {probe}");
+                    remove_field(&mut value, &format!("/spec/template/spec/containers/0/{probe}/httpGet/scheme"));
+                }
+                let tls_var = |e: &Value| [var("CERT"), var("KEY")].iter().any(|v| e["name"] == v.as_str());
+                remove_from_list(&mut value, "/spec/template/spec/containers/0/env", tls_var);
+                remove_from_list(&mut value, "/spec/template/spec/containers/0/volumeMounts", |m| m == mount);
+                remove_from_list(&mut value, "/spec/template/spec/volumes", |v| v == volume);
+                patched.insert(name.to_string());
+            }
+            "Service" if servers.contains(object.name()) => {
+                for (i, port) in array_at(&object.value, "/spec/ports").iter().enumerate() {
+                    assert_eq!(str_at(port, "/appProtocol"), "https", "{id}");
+                    remove_field(&mut value, &format!("/spec/ports/{i}/appProtocol"));
+                }
+            }
+            _ => {}
+        }
+        stripped.insert(format!("{} {}", object.kind(), object.name()), value);
+    }
+    assert_eq!(patched.iter().map(String::as_str).collect::<BTreeSet<_>>(), servers, "every server gets HTTPS");
+    // fsGroup is compared apart: metadata-rs sets it in the stack already, the overlay sets it everywhere.
+    let without_fs_group = |mut v: Value| {
+        remove_field(&mut v, "/spec/template/spec/securityContext/fsGroup");
+        v
+    };
+    let plain: BTreeMap<String, Value> = plain
+        .into_iter()
+        .map(|v| (format!("{} {}", str_at(&v, "/kind"), str_at(&v, "/metadata/name")), without_fs_group(v)))
+        .collect();
+    assert_eq!(stripped.keys().collect::<Vec<_>>(), plain.keys().collect::<Vec<_>>(), "the same objects");
+    for (name, value) in stripped {
+        assert_eq!(without_fs_group(value), plain[&name], "{name}: deploy/k8s-tls changes more than HTTPS needs");
     }
 }
 
