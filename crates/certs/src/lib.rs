@@ -40,7 +40,7 @@ pub struct Bundle {
 }
 
 /// Where [`Bundle::write`] put the files.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Files {
     pub ca: PathBuf,
     pub chain: PathBuf,

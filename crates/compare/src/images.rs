@@ -28,6 +28,7 @@ use crate::format::{num, shell_join};
 use crate::plan::runtimes;
 use crate::records::{self, Machine};
 use crate::stats::spread;
+use crate::system::http::Endpoint;
 use crate::system::process::Spawned;
 use crate::table::Table;
 
@@ -203,7 +204,14 @@ pub fn engine_version(engine: &Engine) -> Result<String, String> {
 
 fn first_answer(port: u16, deadline: Instant) -> anyhow::Result<()> {
     loop {
-        match crate::system::http::request(port, "GET", "/healthz", None, &[], Duration::from_secs(1)) {
+        match crate::system::http::request(
+            &Endpoint::cleartext(port),
+            "GET",
+            "/healthz",
+            None,
+            &[],
+            Duration::from_secs(1),
+        ) {
             Ok(_) => return Ok(()),
             Err(e) if Instant::now() >= deadline => {
                 bail!("no answer on /healthz within {} s: {e}", READY_TIMEOUT.as_secs())

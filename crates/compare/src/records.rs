@@ -103,6 +103,24 @@ pub struct CapacityFound {
     pub steps_file: String,
 }
 
+/// What a TLS run's handshakes negotiated and how many there were, as loadgen counted them: each map holds
+/// one key when every handshake agreed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TlsSeen {
+    /// Handshakes per protocol version (`TLSv1.3`).
+    pub versions: BTreeMap<String, u64>,
+    /// Per cipher suite (`TLS13_AES_128_GCM_SHA256`).
+    pub cipher_suites: BTreeMap<String, u64>,
+    /// Per key-exchange group (`X25519`).
+    pub groups: BTreeMap<String, u64>,
+    /// Per ALPN protocol the server chose (`http/1.1`, or `none`).
+    pub alpn: BTreeMap<String, u64>,
+    pub full_handshakes: u64,
+    pub resumed_handshakes: u64,
+    /// From connect() to the handshake's end, µs (loadgen's handshake latency).
+    pub handshake_latency_us: LatencyUs,
+}
+
 /// What a write run left in its database, read back after the load (stored.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stored {
@@ -192,6 +210,13 @@ pub struct Record {
     /// DB-only runs: what the loop did. Absent in older records.
     #[serde(default)]
     pub lookups: Option<LookupRun>,
+    /// Connections loadgen opened over the window, reconnects included (what the churn and handshake
+    /// workloads cost per connection is read against it). Absent in older records.
+    #[serde(default)]
+    pub connections_opened: Option<u64>,
+    /// TLS runs: what was negotiated, and the handshakes. Absent in older records.
+    #[serde(default)]
+    pub tls: Option<TlsSeen>,
     pub void: bool,
     pub void_reason: Option<String>,
 }
@@ -245,6 +270,8 @@ impl Record {
             capacity: None,
             stored: None,
             lookups: None,
+            connections_opened: None,
+            tls: None,
             void: false,
             void_reason: None,
         }

@@ -81,10 +81,37 @@ fn quick_comparison_of_every_workload() {
         let lookups = recs.iter().filter(|r| r.kind == Kind::Lookups && r.runtime == runtime);
         assert_eq!(lookups.filter(|r| !r.void && r.lookups.is_some()).count(), 1, "{runtime} DB-only run");
     }
-    // The ladder: one table over the rungs, and its line chart.
+    // TLS and churn: every TLS run negotiated what every runtime is held to and says so; the handshake
+    // workloads opened a connection per request, fully handshaken on hello-handshake.
+    for r in recs.iter().filter(|r| r.kind == Kind::Closed) {
+        let w = compare::plan::workloads::Workload::parse(&r.workload).expect("a workload");
+        assert_eq!(r.tls.is_some(), w.tls(), "{r:?}");
+        if let Some(tls) = &r.tls {
+            let keys = |m: &std::collections::BTreeMap<String, u64>| m.keys().cloned().collect::<Vec<_>>().join(",");
+            assert_eq!(keys(&tls.versions), "TLSv1.3", "{r:?}");
+            assert_eq!(keys(&tls.cipher_suites), "TLS13_AES_128_GCM_SHA256", "{r:?}");
+            assert_eq!(keys(&tls.groups), "X25519", "{r:?}");
+            assert!(tls.full_handshakes > 0, "{r:?}");
+        }
+        let (requests, opened) = (r.requests.unwrap_or(0), r.connections_opened.unwrap_or(0));
+        match w.connecting().requests_per_conn {
+            // Every response on a connection of its own; those still open at the end have none yet.
+            Some(1) => assert!(opened >= requests && opened <= requests + 100, "{r:?}"),
+            Some(n) => assert!(opened * u64::from(n) >= requests, "{r:?}"),
+            None => assert!(opened <= u64::from(r.connections.unwrap_or(0)) * 2, "{r:?}"),
+        }
+        if w.name() == "hello-handshake" {
+            assert_eq!(r.tls.as_ref().map(|t| t.resumed_handshakes), Some(0), "{r:?}");
+        }
+    }
     let md_text = std::fs::read_to_string(&md).expect("markdown");
+    for w in ["hello-handshake", "hello-resume", "ladder-tls", "json-tls"] {
+        let section = md_text.split(&format!("\n## {w}\n")).nth(1).unwrap_or_default();
+        assert!(section.contains("TLSv1.3, TLS13_AES_128_GCM_SHA256, X25519, ALPN"), "{w}:\n{md_text}");
+    }
+    // The ladder: one table over the rungs, and its line chart.
     assert!(md_text.contains("\n## ladder\n"), "{md_text}");
-    for rung in ["| empty |", "| validate |", "| sqlite |", "| postgres |"] {
+    for rung in ["| empty |", "| validate |", "| sqlite |", "| sqlite+tls |", "| postgres |"] {
         assert!(md_text.contains(rung), "{rung} row missing:\n{md_text}");
     }
     let stem = md.file_stem().expect("stem").to_string_lossy().into_owned();

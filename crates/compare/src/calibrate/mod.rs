@@ -366,7 +366,7 @@ fn rounds(
     std::thread::sleep(server::SETTLE);
     let probe = &plan.probes[plan.primary];
     if let Some(contract) = &probe.contract {
-        let got = probe.ask(server.port);
+        let got = probe.ask(&server.endpoint());
         if let Some(how) = probe::difference(probe, &got, &Ok(contract.clone()), false) {
             result.failure = Some(format!("{} answered off the hello contract: {how}", probe.request_line()));
             return Ok(());

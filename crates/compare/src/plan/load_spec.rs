@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::plan::tls::ClientTls;
+
 /// How loadgen loads a workload: the request source and the per-response assertions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadSpec {
@@ -18,6 +20,10 @@ pub struct LoadSpec {
     pub expect_contains: Option<String>,
     /// Headers every response must carry (`--expect-header`, `Name: value`).
     pub expect_headers: Vec<String>,
+    /// HTTPS with the pinned parameters; None: cleartext.
+    pub tls: Option<ClientTls>,
+    /// Close and reconnect after this many requests (`--requests-per-conn`); None: keep-alive.
+    pub requests_per_conn: Option<u32>,
 }
 
 impl LoadSpec {
@@ -33,24 +39,33 @@ impl LoadSpec {
             expect_body_file: None,
             expect_contains: None,
             expect_headers: Vec::new(),
+            tls: None,
+            requests_per_conn: None,
         }
     }
 
     /// loadgen's request-source and assertion arguments, ending with the URL.
     pub fn loadgen_args(&self, port: u16) -> Vec<String> {
         let mut a: Vec<String> = Vec::new();
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        if let Some(tls) = &self.tls {
+            a.extend(tls.loadgen_args());
+        }
+        if let Some(n) = self.requests_per_conn {
+            a.extend(["--requests-per-conn".to_string(), n.to_string()]);
+        }
         let mut push = |xs: &[&str]| a.extend(xs.iter().map(|x| x.to_string()));
         if self.method != "GET" {
             push(&["-m", &self.method]);
         }
         let url = if self.vars.is_empty() {
-            format!("http://127.0.0.1:{port}{}", self.path)
+            format!("{scheme}://127.0.0.1:{port}{}", self.path)
         } else {
             push(&["--path", &self.path, "--pick", "random", "--seed", "1"]);
             for v in &self.vars {
                 push(&["--var", v]);
             }
-            format!("http://127.0.0.1:{port}/")
+            format!("{scheme}://127.0.0.1:{port}/")
         };
         if let Some(f) = &self.body_file {
             push(&["--body-file", &f.to_string_lossy()]);
@@ -89,5 +104,13 @@ mod tests {
         assert!(args.windows(2).any(|w| w[0] == "--path" && w[1] == "/v1/metadata/{id}?region={region}"));
         let hello = LoadSpec::get("/api/hello", 100).loadgen_args(1);
         assert_eq!(hello, ["--expect-status", "200", "http://127.0.0.1:1/api/hello"]);
+        let mut churn = LoadSpec::get("/api/hello", 100);
+        churn.tls = Some(ClientTls { ca: "/w/ca.pem".into(), resume: true });
+        churn.requests_per_conn = Some(1);
+        let args = churn.loadgen_args(2).join(" ");
+        assert!(args.starts_with("--cacert /w/ca.pem --tls-version 1.3"), "{args}");
+        assert!(
+            args.ends_with("--tls-resume on --requests-per-conn 1 --expect-status 200 https://127.0.0.1:2/api/hello")
+        );
     }
 }

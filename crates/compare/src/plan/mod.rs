@@ -9,5 +9,6 @@ pub mod runtimes;
 pub mod server_spec;
 pub mod site;
 pub mod target;
+pub mod tls;
 pub mod workload_plan;
 pub mod workloads;

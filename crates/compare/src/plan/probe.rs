@@ -67,9 +67,9 @@ impl Probe {
     }
 
     /// Sends the probe on a fresh connection; a gzip answer is decoded.
-    pub fn ask(&self, port: u16) -> Outcome {
+    pub fn ask(&self, endpoint: &http::Endpoint) -> Outcome {
         let body = self.body.as_deref().map(|b| ("application/json", b));
-        let r = http::request(port, self.method, &self.target, body, self.headers, Duration::from_secs(10))
+        let r = http::request(endpoint, self.method, &self.target, body, self.headers, Duration::from_secs(10))
             .map_err(|e| format!("request failed: {e}"))?;
         let encoding = r.header("content-encoding").map(str::to_ascii_lowercase);
         let content_type = r.header("content-type").map(str::to_string);

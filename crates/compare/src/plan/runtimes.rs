@@ -76,8 +76,12 @@ impl Runtime {
         match self {
             // Flight 2.0.2 mounts backend routes in front of koa-compress: it cannot do json-2k's work.
             Runtime::FlightNode => workload.has_flight_middleware() && workload != Workload::Json2k,
-            Runtime::Koa => workload == Workload::HelloBare,
-            Runtime::Floor => workload.service() != Service::Ladder && !workload.has_flight_middleware(),
+            // Every hello on the bare route table, over TLS too (node:https under Koa).
+            Runtime::Koa => workload.flight_profile() == Some(FlightProfile::Bare),
+            // The floor has no TLS: its figure would be cleartext's.
+            Runtime::Floor => {
+                workload.service() != Service::Ladder && !workload.has_flight_middleware() && !workload.tls()
+            }
             Runtime::BunShipped | Runtime::NodeShipped => workload.service() == Service::Scribe,
             _ => true,
         }
@@ -227,6 +231,8 @@ pub struct ServerEnv {
     pub processes: usize,
     /// The static workload's built SPA (FLIGHT_DIST_PATH on every Flight runtime).
     pub dist_path: Option<PathBuf>,
+    /// Serve HTTPS with this certificate and key (the TLS workloads).
+    pub tls: Option<certs::Files>,
 }
 
 /// How to start `runtime` for `workload`. `{port}` in arguments and env values is replaced by the port.
@@ -268,7 +274,25 @@ pub fn server_spec(runtime: Runtime, workload: Workload, paths: &Paths, env: &Se
             }
         }
     }
+    if let Some(files) = &env.tls {
+        spec.env.extend(tls_env(runtime, workload.service(), files));
+        spec.tls_ca = Some(files.ca.clone());
+    }
     spec
+}
+
+/// The certificate and key under the variables a runtime reads: rust's `<PREFIX>_TLS_CERT` and
+/// `<PREFIX>_TLS_KEY`, the peers' (and a `cmd:` target's) `TLS_CERT` and `TLS_KEY`.
+fn tls_env(runtime: Runtime, service: Service, files: &certs::Files) -> [(String, String); 2] {
+    let prefix = match (runtime, service) {
+        (Runtime::Rust, Service::Flight) => "FLIGHT_",
+        (Runtime::Rust, Service::Scribe) => "SCRIBE_APP_",
+        (Runtime::Rust, Service::Metadata) => "METADATA_",
+        (Runtime::Rust, Service::Ladder) => "LADDER_",
+        _ => "",
+    };
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    [(format!("{prefix}TLS_CERT"), path(&files.chain)), (format!("{prefix}TLS_KEY"), path(&files.key))]
 }
 
 /// What every runtime's start is built from.

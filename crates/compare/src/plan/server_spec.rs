@@ -16,6 +16,9 @@ pub struct ServerSpec {
     /// stdout into /dev/null rather than the log (a request log that writes a line per request would fill
     /// the disk); stderr still goes to the log.
     pub discard_stdout: bool,
+    /// The server speaks HTTPS with a certificate this CA signed: readiness polls and probes connect with TLS
+    /// and verify it.
+    pub tls_ca: Option<PathBuf>,
 }
 
 impl ServerSpec {
@@ -29,6 +32,7 @@ impl ServerSpec {
             cwd,
             attach: None,
             discard_stdout: false,
+            tls_ca: None,
         }
     }
 }

@@ -9,6 +9,7 @@ use crate::plan::dataset::MetadataData;
 use crate::plan::load_spec::LoadSpec;
 use crate::plan::probe::{Answer, Probe};
 use crate::plan::site::{DEEP_LINK, Site};
+use crate::plan::tls::ClientTls;
 use crate::plan::workloads::{FlightProfile, Workload};
 
 /// A workload ready to run: its data prepared, its probes and load known.
@@ -24,6 +25,8 @@ pub struct Plan {
     /// window); must answer 2xx.
     pub prime: Option<Probe>,
     pub load: LoadSpec,
+    /// The certificate, key and CA the servers serve HTTPS with; None: cleartext.
+    pub tls: Option<certs::Files>,
 }
 
 pub const HELLO_BODY: &[u8] = br#"{"message":"Hello from Flight!"}"#;
@@ -48,23 +51,41 @@ pub struct PlanInputs<'a> {
     pub seed_notes: u32,
     /// Where body files go.
     pub dir: &'a Path,
+    /// This run's certificate (the TLS workloads).
+    pub certs: Option<&'a certs::Files>,
 }
 
 impl Plan {
     /// The plan for `workload`, from the data prepared for it.
     pub fn new(workload: Workload, inputs: &PlanInputs<'_>) -> anyhow::Result<Plan> {
         let metadata = || inputs.metadata.context("the metadata dataset");
-        Ok(match workload {
+        let mut plan = match workload {
             Workload::Json2k => Plan::json_2k(workload),
             Workload::Static => Plan::static_site(workload, inputs.site.context("the static site")?),
-            Workload::HelloBare | Workload::HelloDefault | Workload::HelloProduction => Plan::hello(workload),
+            Workload::HelloBare
+            | Workload::HelloDefault
+            | Workload::HelloProduction
+            | Workload::HelloHandshake
+            | Workload::HelloResume
+            | Workload::HelloChurn => Plan::hello(workload),
             Workload::NotesRead => Plan::notes_read(workload, inputs.seed_notes),
             Workload::NotesWrite => Plan::notes_write(workload, inputs.dir)?,
             Workload::Metadata => Plan::metadata(workload, metadata()?),
-            Workload::LadderEmpty | Workload::LadderValidate | Workload::LadderSqlite | Workload::LadderPostgres => {
-                Plan::ladder(workload, metadata()?, inputs.dir)?
-            }
-        })
+            Workload::LadderEmpty
+            | Workload::LadderValidate
+            | Workload::LadderSqlite
+            | Workload::LadderPostgres
+            | Workload::LadderTls => Plan::ladder(workload, metadata()?, inputs.dir)?,
+            Workload::JsonTls => Plan::json_tls(workload),
+        };
+        let connecting = workload.connecting();
+        plan.load.requests_per_conn = connecting.requests_per_conn;
+        if connecting.tls {
+            let files = inputs.certs.context("this run's certificate")?;
+            plan.load.tls = Some(ClientTls { ca: files.ca.clone(), resume: connecting.resume });
+            plan.tls = Some(files.clone());
+        }
+        Ok(plan)
     }
 
     pub fn hello(workload: Workload) -> Plan {
@@ -76,7 +97,15 @@ impl Plan {
             // compression decides (the hello body is under every runtime's 1,024-byte threshold).
             load.headers = vec!["Origin: http://app.example".into(), "Accept-Encoding: gzip, br".into()];
         }
-        Plan { load, workload, ready_path: "/api/hello".into(), probes: vec![probe], primary: 0, prime: None }
+        Plan {
+            load,
+            workload,
+            ready_path: "/api/hello".into(),
+            probes: vec![probe],
+            primary: 0,
+            prime: None,
+            tls: None,
+        }
     }
 
     /// GET /api/items (2,005 bytes of JSON) as a browser asks for it, so the answer is gzipped: the probes
@@ -92,7 +121,7 @@ impl Plan {
         let mut load = LoadSpec::get("/api/items", workload.connections());
         load.headers = header_lines(GZIP);
         load.expect_headers = vec!["content-encoding: gzip".into()];
-        Plan { load, workload, ready_path: "/api/items".into(), probes, primary: 0, prime: None }
+        Plan { load, workload, ready_path: "/api/items".into(), probes, primary: 0, prime: None, tls: None }
     }
 
     /// A built SPA (`site`): its hashed script through the `.gz` sibling and a deep link answered with
@@ -122,14 +151,14 @@ impl Plan {
         let mut load = LoadSpec::get("/{page}", workload.connections());
         load.vars = vec![format!("page={},{}", &site.script_path[1..], &DEEP_LINK[1..])];
         load.headers = header_lines(BROWSER);
-        Plan { load, workload, ready_path: "/".into(), probes, primary: 0, prime: None }
+        Plan { load, workload, ready_path: "/".into(), probes, primary: 0, prime: None, tls: None }
     }
 
     /// One rung of the ladder: its route with the same valid body every time (the empty rung takes none),
     /// the rung's failure answers, and the shared routes. `data`: the metadata dataset the SQLite rung reads
     /// (its first present id is the body's id); `dir` holds the body file.
     pub fn ladder(workload: Workload, data: &MetadataData, dir: &Path) -> anyhow::Result<Plan> {
-        let rung = workload.rung().context("a ladder workload")?;
+        let rung = workload.ladder_route().context("a ladder workload")?;
         let path = format!("/ladder/{rung}");
         let body = ladder_body(&data.first_present);
         let post =
@@ -163,7 +192,20 @@ impl Plan {
         probes.extend([Probe::get("healthz", HEALTHZ), Probe::get("unknown path", "/nope")]);
         // One answer under load: loadgen checks every body against the reference's (run.rs writes the file).
         load.expect_status = vec![200];
-        Ok(Plan { load, workload, ready_path: HEALTHZ.into(), probes, primary: 0, prime: None })
+        Ok(Plan { load, workload, ready_path: HEALTHZ.into(), probes, primary: 0, prime: None, tls: None })
+    }
+
+    /// GET /ladder/json: a 1 KiB JSON document every runtime serializes per request, the same bytes as
+    /// rust's (the probes compare them; loadgen holds every answer under load to them).
+    pub fn json_tls(workload: Workload) -> Plan {
+        let path = "/ladder/json";
+        let probes = vec![
+            Probe::get("json", path),
+            Probe { method: "POST", ..Probe::get("POST json", path) },
+            Probe::get("healthz", HEALTHZ),
+        ];
+        let load = LoadSpec::get(path, workload.connections());
+        Plan { load, workload, ready_path: HEALTHZ.into(), probes, primary: 0, prime: None, tls: None }
     }
 
     /// Reads of a database seeded with `seeded` notes (ids 1..=seeded).
@@ -184,6 +226,7 @@ impl Plan {
             probes,
             primary: 0,
             prime: None,
+            tls: None,
         }
     }
 
@@ -215,6 +258,7 @@ impl Plan {
             probes,
             primary: 0,
             load,
+            tls: None,
         })
     }
 
@@ -241,7 +285,8 @@ impl Plan {
         let mut load = LoadSpec::get("/v1/metadata/{id}?region={region}", workload.connections());
         load.vars = vec![format!("id=@{}", data.ids.display()), format!("region={}", regions.join(","))];
         load.expect_status.extend_from_slice(workload.also_ok());
-        Plan { load, workload, ready_path: format!("/v1/metadata/{first}?region=en"), probes, primary: 0, prime: None }
+        let ready_path = format!("/v1/metadata/{first}?region=en");
+        Plan { load, workload, ready_path, probes, primary: 0, prime: None, tls: None }
     }
 }
 

@@ -50,11 +50,36 @@ pub enum Workload {
     LadderValidate,
     LadderSqlite,
     LadderPostgres,
+    /// The SQLite rung behind TLS 1.3, keep-alive: the published ladder's step D.
+    LadderTls,
+    /// A 1 KiB JSON document serialized per request, over TLS 1.3 keep-alive (HttpArena's json-tls).
+    JsonTls,
+    /// hello-bare with one full TLS 1.3 handshake per request: what a new connection costs.
+    HelloHandshake,
+    /// The same with the session resumed from a ticket.
+    HelloResume,
+    /// Plaintext hello-bare, each connection closed after 10 requests (HttpArena's limited-conn).
+    HelloChurn,
+}
+
+/// How a workload's load connects: cleartext or TLS, and how long a connection lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Connecting {
+    /// TLS 1.3 with the pinned parameters (plan/tls.rs).
+    pub tls: bool,
+    /// New connections resume a session (TLS only).
+    pub resume: bool,
+    /// Close and reconnect after this many requests; None: keep-alive for the whole run.
+    pub requests_per_conn: Option<u32>,
+}
+
+impl Connecting {
+    const KEEP_ALIVE: Connecting = Connecting { tls: false, resume: false, requests_per_conn: None };
 }
 
 impl Workload {
     /// Every workload, in the order `all` gives and the report lists them.
-    pub const ALL: [Workload; 12] = [
+    pub const ALL: [Workload; 17] = [
         Workload::HelloBare,
         Workload::HelloDefault,
         Workload::HelloProduction,
@@ -67,11 +92,23 @@ impl Workload {
         Workload::LadderValidate,
         Workload::LadderSqlite,
         Workload::LadderPostgres,
+        Workload::LadderTls,
+        Workload::JsonTls,
+        Workload::HelloHandshake,
+        Workload::HelloResume,
+        Workload::HelloChurn,
     ];
 
-    /// The ladder's rungs, each adding per-request work to the one before.
-    pub const LADDER: [Workload; 4] =
-        [Workload::LadderEmpty, Workload::LadderValidate, Workload::LadderSqlite, Workload::LadderPostgres];
+    /// The ladder's rungs in the order its table and chart draw them: each of the first four adds per-request
+    /// work to the one before (the published ladder's steps A to D); the Postgres rung reads PostgreSQL
+    /// where the SQLite rung reads SQLite.
+    pub const LADDER: [Workload; 5] = [
+        Workload::LadderEmpty,
+        Workload::LadderValidate,
+        Workload::LadderSqlite,
+        Workload::LadderTls,
+        Workload::LadderPostgres,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -87,6 +124,11 @@ impl Workload {
             Workload::LadderValidate => "ladder-validate",
             Workload::LadderSqlite => "ladder-sqlite",
             Workload::LadderPostgres => "ladder-postgres",
+            Workload::LadderTls => "ladder-tls",
+            Workload::JsonTls => "json-tls",
+            Workload::HelloHandshake => "hello-handshake",
+            Workload::HelloResume => "hello-resume",
+            Workload::HelloChurn => "hello-churn",
         }
     }
 
@@ -100,19 +142,27 @@ impl Workload {
             | Workload::HelloDefault
             | Workload::HelloProduction
             | Workload::Json2k
-            | Workload::Static => Service::Flight,
+            | Workload::Static
+            | Workload::HelloHandshake
+            | Workload::HelloResume
+            | Workload::HelloChurn => Service::Flight,
             Workload::NotesRead | Workload::NotesWrite => Service::Scribe,
             Workload::Metadata => Service::Metadata,
-            Workload::LadderEmpty | Workload::LadderValidate | Workload::LadderSqlite | Workload::LadderPostgres => {
-                Service::Ladder
-            }
+            Workload::LadderEmpty
+            | Workload::LadderValidate
+            | Workload::LadderSqlite
+            | Workload::LadderPostgres
+            | Workload::LadderTls
+            | Workload::JsonTls => Service::Ladder,
         }
     }
 
     /// flight-rs's middleware profile on a Flight workload; the peers run the same layers.
     pub fn flight_profile(self) -> Option<FlightProfile> {
         match self {
-            Workload::HelloBare => Some(FlightProfile::Bare),
+            Workload::HelloBare | Workload::HelloHandshake | Workload::HelloResume | Workload::HelloChurn => {
+                Some(FlightProfile::Bare)
+            }
             Workload::HelloDefault | Workload::Json2k => Some(FlightProfile::Default),
             Workload::HelloProduction | Workload::Static => Some(FlightProfile::Production),
             _ => None,
@@ -131,6 +181,24 @@ impl Workload {
             Workload::Metadata => 128,
             _ => 100,
         }
+    }
+
+    /// How its load connects. The handshake workloads make one request per connection, so their CPU per
+    /// response is CPU per connection: a TCP accept, a handshake and one answer.
+    pub fn connecting(self) -> Connecting {
+        let tls = Connecting { tls: true, ..Connecting::KEEP_ALIVE };
+        match self {
+            Workload::LadderTls | Workload::JsonTls => tls,
+            Workload::HelloHandshake => Connecting { requests_per_conn: Some(1), ..tls },
+            Workload::HelloResume => Connecting { resume: true, requests_per_conn: Some(1), ..tls },
+            Workload::HelloChurn => Connecting { requests_per_conn: Some(10), ..Connecting::KEEP_ALIVE },
+            _ => Connecting::KEEP_ALIVE,
+        }
+    }
+
+    /// Whether its servers speak HTTPS.
+    pub fn tls(self) -> bool {
+        self.connecting().tls
     }
 
     /// Statuses outside 2xx that are answers, not failures (metadata's absent sample ids).
@@ -152,9 +220,23 @@ impl Workload {
         )
     }
 
-    /// The ladder's rung name (`empty`, `validate`, `sqlite`, `postgres`), on a ladder workload.
+    /// The ladder server's route it loads (`/ladder/<route>`): its rung's, or `json` for json-tls.
+    pub fn ladder_route(self) -> Option<&'static str> {
+        match self {
+            Workload::LadderTls => Some("sqlite"),
+            Workload::JsonTls => Some("json"),
+            _ => self.rung(),
+        }
+    }
+
+    /// The ladder's step name, as its table and chart label it (`empty`, `validate`, `sqlite`, `sqlite+tls`,
+    /// `postgres`), on a rung of the ladder.
     pub fn rung(self) -> Option<&'static str> {
-        (self.service() == Service::Ladder).then(|| self.name().trim_start_matches("ladder-"))
+        match self {
+            Workload::LadderTls => Some("sqlite+tls"),
+            w if Workload::LADDER.contains(&w) => Some(w.name().trim_start_matches("ladder-")),
+            _ => None,
+        }
     }
 
     /// Whether its servers query PostgreSQL (every ladder rung is handed the database; only this one reads it).
@@ -175,7 +257,8 @@ impl Workload {
     /// Whether every response under load is one body, so loadgen can check each byte for byte against the
     /// reference's (the static mix has two, metadata many, notes-write a new id each).
     pub fn one_body_under_load(self) -> bool {
-        matches!(self, Workload::HelloBare | Workload::HelloDefault | Workload::HelloProduction | Workload::NotesRead)
+        self.flight_profile().is_some_and(|_| self != Workload::Json2k && self != Workload::Static)
+            || self == Workload::NotesRead
             || self.service() == Service::Ladder
     }
 
@@ -214,6 +297,30 @@ impl Workload {
                  so a file comes from the cache). flight-node serves it through its production SPA pipeline \
                  (koa-static, then the index.html fallback, before compression, rate limit and koa-cash, so \
                  neither answer reaches Redis)."
+            }
+            Workload::LadderTls => {
+                "every runtime runs the SQLite rung (parse, validate, one SQLite read) behind TLS 1.3 with the \
+                 run's ECDSA P-256 certificate, X25519 and TLS_AES_128_GCM_SHA256: rust on rustls (aws-lc-rs), \
+                 bun on Bun.serve's tls (BoringSSL), node on node:https (OpenSSL 3). Connections stay open, so \
+                 this is the cost of encrypting the traffic, not of handshakes."
+            }
+            Workload::JsonTls => {
+                "every runtime builds and serializes the same 1 KiB JSON document per request (rust: serde_json; \
+                 bun and node: JSON.stringify) and sends it over TLS 1.3 as in ladder-tls, keep-alive."
+            }
+            Workload::HelloHandshake | Workload::HelloResume => {
+                "hello-bare's route, one request per connection over TLS 1.3 with the run's ECDSA P-256 \
+                 certificate, X25519 and TLS_AES_128_GCM_SHA256, so CPU per response is CPU per connection: \
+                 accept, handshake, one answer, close. hello-handshake: the client offers no session, so every \
+                 handshake is full (a P-256 signature and an X25519 exchange); hello-resume: the client resumes \
+                 from a ticket (the table below says how many handshakes each runtime resumed). Every server \
+                 keeps its default session tickets on, so it may issue tickets a client never uses, as a \
+                 default deployment does. rust: rustls (aws-lc-rs), bun: Bun.serve (BoringSSL), node and koa: \
+                 node:https (OpenSSL 3). The floor has no TLS."
+            }
+            Workload::HelloChurn => {
+                "hello-bare's route in cleartext, each connection closed by the client after 10 requests: a TCP \
+                 accept and close every tenth answer on every runtime."
             }
             _ => return None,
         })
@@ -254,5 +361,21 @@ mod tests {
         assert_eq!(two, [Workload::Metadata, Workload::HelloBare]);
         assert!(parse_list("hello").is_err());
         assert!(parse_list("").is_err());
+    }
+
+    #[test]
+    fn connections_and_routes() {
+        let handshake = Workload::HelloHandshake.connecting();
+        assert!(handshake.tls && !handshake.resume && handshake.requests_per_conn == Some(1));
+        assert!(Workload::HelloResume.connecting().resume);
+        let churn = Workload::HelloChurn.connecting();
+        assert!(!churn.tls && churn.requests_per_conn == Some(10));
+        assert!(Workload::LadderTls.tls() && !Workload::LadderSqlite.tls());
+        assert_eq!(Workload::LadderTls.ladder_route(), Some("sqlite"));
+        assert_eq!(Workload::LadderTls.rung(), Some("sqlite+tls"));
+        assert_eq!((Workload::JsonTls.ladder_route(), Workload::JsonTls.rung()), (Some("json"), None));
+        assert_eq!(Workload::HelloChurn.flight_profile(), Some(FlightProfile::Bare));
+        assert!(Workload::ALL.iter().all(|w| w.one_body_under_load()
+            != matches!(w, Workload::Json2k | Workload::Static | Workload::NotesWrite | Workload::Metadata)));
     }
 }

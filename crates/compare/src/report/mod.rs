@@ -5,6 +5,7 @@
 
 pub mod capacity;
 pub mod charts;
+pub mod connections;
 pub mod costs;
 pub mod html;
 pub mod lookups;
@@ -227,6 +228,7 @@ fn workload_section(out: &mut String, records: &[Record], w: &str, md_path: Opti
     }
     out.push_str(&closed_table(records, w, &summary, flags));
     crate::report::costs::table(out, records, w);
+    crate::report::connections::table(out, records, w);
     open_table(out, &summary);
     crate::report::capacity::table(out, records, w, md_path);
     crate::report::lookups::table(out, records, w);
@@ -350,7 +352,8 @@ fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>) 
     let _ = writeln!(
         out,
         "\n## ladder\n\nEach rung adds work to the one before: an empty handler, then JSON parsing and schema \
-         validation of the body, then a SQLite read, then a PostgreSQL read. Medians of closed-loop runs; \
+         validation of the body, then a SQLite read, then the same behind TLS 1.3 (sqlite+tls, the published \
+         ladder's step D); the last rung reads PostgreSQL where the SQLite rung reads SQLite. Medians of closed-loop runs; \
          rust ÷ X is rust's req/s over X's (above 1: rust is faster), X ÷ rust is X's CPU-µs per response \
          over rust's (above 1: rust is cheaper), both medians of per-round ratios.\n"
     );

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use crate::plan::load_spec::LoadSpec;
 use crate::plan::probe::{self, Outcome, Probe};
 use crate::plan::server_spec::ServerSpec;
-use crate::records::{CapacityFound, Kind, LatencyUs, Record};
+use crate::records::{CapacityFound, Kind, LatencyUs, Record, TlsSeen};
 use crate::run::bench::{Bench, LOADER_BOUND_PCT};
 use crate::run::deps::Database;
 use crate::run::loader;
@@ -60,7 +60,8 @@ pub fn check(bench: &Bench, input: &CheckInput<'_>, rec: &mut Record) -> Vec<Out
     }
     std::thread::sleep(SETTLE);
     rec.rss_idle_kib = server.rss_kib();
-    let answers: Vec<Outcome> = chosen.iter().map(|p| p.ask(server.port)).collect();
+    let endpoint = server.endpoint();
+    let answers: Vec<Outcome> = chosen.iter().map(|p| p.ask(&endpoint)).collect();
     if let Some(status) = server.exited() {
         rec.void_because(format!("exited ({status}) during the probes{}", server.log_tail(12)));
     }
@@ -324,7 +325,7 @@ fn prepare(bench: &Bench, input: &RunInput<'_>, server: &mut Server, rec: &mut R
     std::thread::sleep(SETTLE);
     rec.rss_idle_kib = server.rss_kib();
     if let Some(prime) = input.prime {
-        match prime.ask(server.port) {
+        match prime.ask(&server.endpoint()) {
             Ok(a) if (200..300).contains(&a.status) => {}
             Ok(a) => bail!("priming {} answered {}", prime.request_line(), a.status),
             Err(e) => bail!("priming {}: {e}", prime.request_line()),
@@ -383,8 +384,14 @@ fn window(
         rec.duration_s = Some(rep.duration_s);
         rec.requests = Some(rep.responses);
         rec.req_per_s = Some(rep.req_per_s);
-        let l = &rep.latency;
-        rec.latency_us = Some(LatencyUs { p50: l.p50_us, p99: l.p99_us, p999: l.p99_9_us, max: l.max_us });
+        rec.latency_us = Some(latency(&rep.latency));
+        rec.connections_opened = Some(rep.connections.opened);
+        if input.load.tls.is_some() {
+            rec.tls = rep.tls.as_ref().map(tls_seen);
+            for difference in crate::plan::tls::differences(rep.tls.as_ref().map(|t| &t.counts)) {
+                rec.void_because(difference);
+            }
+        }
         rec.statuses = rep.status.clone();
         rec.errors = rep.errors.by_kind().into_iter().map(|(k, n)| (k.to_string(), n)).collect();
         rec.rate_achieved = rep.open_loop.as_ref().map(|o| o.achieved_rate);
@@ -423,4 +430,22 @@ fn window(
         rec.void_because(r);
     }
     Ok(())
+}
+
+fn latency(l: &loadgen::report::Latency) -> LatencyUs {
+    LatencyUs { p50: l.p50_us, p99: l.p99_us, p999: l.p99_9_us, max: l.max_us }
+}
+
+/// What a run's handshakes negotiated, as the record keeps it.
+fn tls_seen(tls: &loadgen::report::Tls) -> TlsSeen {
+    let c = &tls.counts;
+    TlsSeen {
+        versions: c.versions.clone(),
+        cipher_suites: c.cipher_suites.clone(),
+        groups: c.groups.clone(),
+        alpn: c.alpn.clone(),
+        full_handshakes: c.handshakes.full + c.handshakes.full_with_hello_retry,
+        resumed_handshakes: c.handshakes.resumed,
+        handshake_latency_us: latency(&tls.handshake_latency),
+    }
 }

@@ -99,6 +99,15 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     } else {
         None
     };
+    // One certificate for every TLS server of the run, its private key only in the work dir.
+    let certs = if cfg.workloads.iter().any(|w| w.tls()) {
+        let dir = work.path().join("tls");
+        std::fs::create_dir_all(&dir)?;
+        let bundle = certs::Bundle::generate(certs::LOOPBACK_NAMES).context("generating the run's certificate")?;
+        Some(bundle.write(&dir).context("writing the run's certificate")?)
+    } else {
+        None
+    };
     check_interrupted()?;
 
     let (steps, seconds) = estimate::total(cfg);
@@ -111,6 +120,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
             metadata: metadata.as_ref(),
             seed_notes: cfg.seed_notes,
             dir: work.path(),
+            certs: certs.as_ref(),
         };
         let mut plan = Plan::new(*w, &inputs)?;
         if let Some(c) = cfg.connections {

@@ -6,12 +6,14 @@ use std::fs::File;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
 use crate::plan::server_spec::ServerSpec;
 use crate::run::bench::Bench;
+use crate::system::http::Endpoint;
 use crate::system::process::Spawned;
 use crate::system::procfs;
 
@@ -25,6 +27,7 @@ const READY_POLL: Duration = Duration::from_micros(500);
 fn scrubbed(key: &str) -> bool {
     ["FLIGHT_", "SCRIBE_", "METADATA_", "LADDER_", "PEER_", "COMPARE_"].iter().any(|p| key.starts_with(p))
         || ["DATABASE_URL", "REDIS_URL", "RUST_LOG", "NODE_OPTIONS", "NODE_ENV", "PORT", "HOSTNAME"].contains(&key)
+        || ["TLS_CERT", "TLS_KEY", "TLS_RESUME"].contains(&key)
 }
 
 /// A port nothing listens on right now (a fresh one per start: no TIME_WAIT left from the last load).
@@ -40,15 +43,18 @@ pub struct Server {
     pid: Option<u32>,
     name: String,
     pub port: u16,
+    /// HTTPS: the client configuration polls and probes use.
+    tls: Option<Arc<rustls::ClientConfig>>,
     started: Instant,
     log: PathBuf,
 }
 
 impl Server {
     pub fn start(spec: &ServerSpec, cores: &str, logdir: &std::path::Path) -> anyhow::Result<Server> {
+        let tls = spec.tls_ca.as_deref().map(crate::plan::tls::probe_client).transpose()?;
         if let Some((port, pid)) = spec.attach {
             let (name, started, log) = (spec.name.clone(), Instant::now(), PathBuf::new());
-            return Ok(Server { proc: None, pid, name, port, started, log });
+            return Ok(Server { proc: None, pid, name, port, tls, started, log });
         }
         let port = free_port()?;
         let subst = |s: &str| s.replace("{port}", &port.to_string());
@@ -69,7 +75,12 @@ impl Server {
         let started = Instant::now();
         let proc = Spawned::spawn(cmd, &spec.name).with_context(|| format!("starting {}", spec.program.display()))?;
         let pid = Some(proc.pid());
-        Ok(Server { proc: Some(proc), pid, name: spec.name.clone(), port, started, log })
+        Ok(Server { proc: Some(proc), pid, name: spec.name.clone(), port, tls, started, log })
+    }
+
+    /// Where it listens and how to speak to it, for probes and priming.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint { port: self.port, tls: self.tls.clone() }
     }
 
     /// The server's pid, when known: its process tree is what CPU and RSS are read from.
@@ -93,7 +104,7 @@ impl Server {
             if let Some(status) = self.exited() {
                 bail!("{} exited ({status}) before answering{}", self.name, self.log_tail(12));
             }
-            match crate::system::http::request(self.port, "GET", path, None, &[], Duration::from_secs(2)) {
+            match crate::system::http::request(&self.endpoint(), "GET", path, None, &[], Duration::from_secs(2)) {
                 Ok(r) if r.status == 200 => return Ok(self.started.elapsed()),
                 Ok(r) => last = Some(r.status),
                 Err(_) => {}

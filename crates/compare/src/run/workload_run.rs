@@ -54,6 +54,7 @@ impl WorkloadRun<'_> {
         let mut env = ServerEnv {
             floor_body: self.floor_body.clone(),
             processes: self.cfg.server_processes,
+            tls: self.plan.tls.clone(),
             ..ServerEnv::default()
         };
         if self.workload().needs_site() {

@@ -1,11 +1,15 @@
 //! compare's one HTTP/1.1 client, blocking and for a few requests at a time: readiness polls, probes,
-//! priming requests and seeding. Responses are framed by loadgen's parser ([`loadgen::http1`], the one the
-//! load itself is measured with): Content-Length, chunked or close-delimited bodies, no body for HEAD, 204
-//! and 304, interim 1xx responses skipped. Load itself always comes from loadgen.
+//! priming requests and seeding, in cleartext or over TLS (rustls, with the run's pinned parameters).
+//! Responses are framed by loadgen's parser ([`loadgen::http1`], the one the load itself is measured
+//! with): Content-Length, chunked or close-delimited bodies, no body for HEAD, 204 and 304, interim 1xx
+//! responses skipped. Load itself always comes from loadgen.
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::Duration;
+
+use rustls::pki_types::ServerName;
 
 use loadgen::http1::ResponseParser;
 
@@ -105,18 +109,32 @@ impl<S: Read + Write> Conn<S> {
     }
 }
 
+/// Where a server listens on 127.0.0.1, and how to speak to it.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub port: u16,
+    /// HTTPS with this client configuration; None: cleartext.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl Endpoint {
+    pub fn cleartext(port: u16) -> Endpoint {
+        Endpoint { port, tls: None }
+    }
+}
+
 /// Sends one request to 127.0.0.1:`port` on a connection of its own (`Connection: close`) and reads the
 /// whole response. `body` is sent with the given content type; methods other than GET/HEAD get
 /// `Content-Length: 0` without one, as servers expect. `headers` go out as given.
 pub fn request(
-    port: u16,
+    endpoint: &Endpoint,
     method: &str,
     target: &str,
     body: Option<(&str, &[u8])>,
     headers: &[(&str, &str)],
     timeout: Duration,
 ) -> io::Result<Response> {
-    let mut conn = Conn::connect_addr(SocketAddr::from((Ipv4Addr::LOCALHOST, port)), timeout)?;
+    let port = endpoint.port;
     let mut head = format!("{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
@@ -133,7 +151,17 @@ pub fn request(
     if let Some((_, bytes)) = body {
         out.extend_from_slice(bytes);
     }
-    conn.exchange(&out, method == "HEAD")
+    let mut conn = Conn::connect_addr(SocketAddr::from((Ipv4Addr::LOCALHOST, port)), timeout)?;
+    let head_request = method == "HEAD";
+    match &endpoint.tls {
+        None => conn.exchange(&out, head_request),
+        Some(config) => {
+            let name = ServerName::IpAddress(Ipv4Addr::LOCALHOST.into());
+            let tls = rustls::ClientConnection::new(config.clone(), name).map_err(io::Error::other)?;
+            // The handshake runs inside the first write, under the socket's timeouts.
+            Conn::over(rustls::StreamOwned::new(tls, conn.stream)).exchange(&out, head_request)
+        }
+    }
 }
 
 #[cfg(test)]
