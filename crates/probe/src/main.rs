@@ -1,4 +1,5 @@
-//! probe binary: `probe URL [--timeout-ms N]`. Exit 0 when the answer is 2xx, else 1 with one line on stderr.
+//! probe binary: `probe URL [--timeout-ms N] [--cacert FILE | --insecure]`. Exit 0 when the answer is 2xx, else 1
+//! with one line on stderr.
 
 use std::process::ExitCode;
 

@@ -1,0 +1,136 @@
+//! The `https://` side of probe: a rustls client over the same blocking socket as plain HTTP.
+//!
+//! Why rustls rather than a TLS-less check of the port: a health check of an HTTPS server must prove what a
+//! client needs, a completed handshake and an HTTP answer inside it; an open port proves neither. Why
+//! `--insecure` exists at all: a liveness check from inside the container connects to 127.0.0.1, a name the
+//! server's certificate need not carry and a CA the image need not hold; the handshake (and its signature,
+//! made with the certificate's key) still has to complete, which is what tells a live server from a dead one.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::client::Resumption;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{WebPkiSupportedAlgorithms, aws_lc_rs};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme, StreamOwned};
+
+use crate::{Bounded, Error};
+
+/// What an `https://` probe trusts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trust {
+    /// `--cacert PATH`: every certificate in the PEM file is a trust anchor, so a CA file works, and so does a
+    /// chain file that ends with the CA that issued it. A file with only the server's own certificate does
+    /// not: webpki never takes the presented certificate itself as its anchor.
+    CaFile(PathBuf),
+    /// `--insecure`: any certificate, for any name; the handshake must still complete.
+    Insecure,
+}
+
+/// The TLS stream the GET is sent on.
+pub(crate) type Stream = StreamOwned<ClientConnection, Bounded>;
+
+/// Runs the handshake on `sock` (its deadline bounds every read and write) with `config` (from [`config`]),
+/// and returns the stream, or why the handshake failed. `host` is the URL's host without brackets: SNI and
+/// the name the certificate must carry (an IP address sends no SNI and must be in the certificate's IP SANs).
+pub(crate) fn connect(sock: Bounded, host: &str, config: Arc<ClientConfig>) -> Result<Stream, Error> {
+    let name = ServerName::try_from(host.to_string())
+        .map_err(|e| Error::Url(format!("{host:?} is not a TLS server name: {e}")))?;
+    let conn = ClientConnection::new(config, name).map_err(Error::Tls)?;
+    let mut stream = StreamOwned::new(conn, sock);
+    // The handshake on its own, before the request, so its failures are named as such.
+    while stream.conn.is_handshaking() {
+        stream.conn.complete_io(&mut stream.sock).map_err(|e| crate::io_error(e, stream.sock.timeout, true))?;
+    }
+    Ok(stream)
+}
+
+/// rustls's defaults on aws-lc-rs (the provider the workspace builds with): TLS 1.3 and 1.2, ALPN
+/// `http/1.1` (the servers speak nothing else), no session resumption (one connection per process).
+pub(crate) fn config(trust: &Trust) -> Result<Arc<ClientConfig>, Error> {
+    let provider = Arc::new(aws_lc_rs::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(Error::Tls)?;
+    let mut config = match trust {
+        Trust::CaFile(path) => builder.with_root_certificates(roots(path)?).with_no_client_auth(),
+        Trust::Insecure => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider.signature_verification_algorithms)))
+            .with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.resumption = Resumption::disabled();
+    Ok(Arc::new(config))
+}
+
+/// The certificates of `path` as trust anchors (see [`Trust::CaFile`]).
+fn roots(path: &Path) -> Result<RootCertStore, Error> {
+    let bad = |why: String| Error::CaFile(path.to_path_buf(), why);
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| bad(e.to_string()))?;
+    let mut roots = RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(bad("no PEM certificate in it".into()));
+    }
+    Ok(roots)
+}
+
+/// `--insecure`: the chain and the name are not checked, the handshake's signature is (rustls asks the
+/// verifier for both), so the server must hold the key of the certificate it presents.
+#[derive(Debug)]
+struct AnyCertificate(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
+
+/// A word on the commonest handshake failures, after rustls's own text.
+pub(crate) fn hint(e: &rustls::Error) -> &'static str {
+    use rustls::{CertificateError, InvalidMessage};
+    match e {
+        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => " (no CA in --cacert issued it)",
+        rustls::Error::InvalidCertificate(CertificateError::BadSignature) => {
+            " (a CA in --cacert has its issuer's name but did not sign it)"
+        }
+        rustls::Error::InvalidMessage(InvalidMessage::InvalidContentType) => {
+            " (the answer is not TLS: a plain-HTTP server?)"
+        }
+        _ => "",
+    }
+}
