@@ -12,13 +12,13 @@
 //! loadgen merge a.json b.json --json all.json
 //! ```
 
-// From the top down: `cli` (clap) parses flags into `settings`, plain values that nothing below `cli` needs
-// clap for; `capacity` searches by repeating runs; `run` starts the workers and follows them (`per_second`);
-// `worker` is one thread's event loop on an `engine` (`uring` or `epoll`, either under `tls`, configured by
-// `tls_config`, which says what each `handshake` negotiated), sending what `source` renders at
-// the pace of `rate`, parsing with `http1` and checking `assertions`; `stats` is what a worker counts,
-// `report` what a run adds up to, `render` its text, `merge` several reports in one. Imports only point
-// down this order, so each module can be read (and tested) without the ones above it.
+// From the top down: `cli` (clap) parses flags into `settings`, plain values that nothing below `cli` needs clap
+// for; `capacity` searches by repeating runs; `run` starts the workers and follows them (`per_second`); `worker` is
+// one thread's event loop on an `engine` (`uring` or `epoll`, either under `tls`, configured by `tls_config`, which
+// gives each worker its `session_store`, and says what each `handshake` negotiated), sending what `source` renders
+// at the pace of `rate`, parsing with `http1` and checking `assertions`; `stats` is what a worker counts, `report`
+// what a run adds up to, `render` its text, `merge` several reports in one. Imports only point down this order, so
+// each module can be read (and tested) without the ones above it.
 
 pub mod assertions;
 pub mod capacity;
@@ -35,6 +35,7 @@ pub mod render;
 pub mod report;
 pub mod request_log;
 pub mod run;
+mod session_store;
 pub mod settings;
 pub mod source;
 pub mod stats;

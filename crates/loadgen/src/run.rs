@@ -135,7 +135,7 @@ fn spawn_workers(
         first_conn += plan.connections;
         let shared = shared.clone();
         let ticks = ticks.clone();
-        let tls = tls.map(tls_config::for_worker);
+        let tls = tls.map(|client| tls_config::for_worker(client, plan.connections));
         // Four loops, one per engine with and without TLS: a plaintext loop has no TLS branch in it.
         let handle =
             std::thread::Builder::new().name(format!("loadgen-{index}")).spawn(move || match (engine, tls) {

@@ -13,10 +13,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme, SupportedProtocolVersion};
 
+use crate::session_store::SessionStore;
 use crate::settings::{TlsSettings, TlsVersion, Trust};
-
-/// Sessions (tickets) a worker's store keeps: rustls's default.
-const SESSIONS: usize = 256;
 
 /// What a worker needs to open TLS connections to the target.
 #[derive(Debug, Clone)]
@@ -62,13 +60,14 @@ pub fn build(tls: &TlsSettings, host: &str) -> Result<TlsClient, String> {
     Ok(TlsClient { config: Arc::new(config), server_name, resume: tls.resume })
 }
 
-/// A worker's own copy of the configuration: with resumption on, a session store of its own.
-pub fn for_worker(client: &TlsClient) -> TlsClient {
+/// A worker's own copy of the configuration: with resumption on, a session store of its own, sized for its
+/// `connections`.
+pub fn for_worker(client: &TlsClient, connections: usize) -> TlsClient {
     if !client.resume {
         return client.clone();
     }
     let mut config = (*client.config).clone();
-    config.resumption = Resumption::in_memory_sessions(SESSIONS);
+    config.resumption = Resumption::store(Arc::new(SessionStore::for_connections(connections)));
     TlsClient { config: Arc::new(config), ..client.clone() }
 }
 
@@ -216,7 +215,7 @@ mod tests {
     #[test]
     fn each_worker_gets_its_own_session_store() {
         let client = build(&settings(None, &[], &[]), "127.0.0.1").unwrap_or_else(|e| panic!("{e}"));
-        let (a, b) = (for_worker(&client), for_worker(&client));
+        let (a, b) = (for_worker(&client, 4), for_worker(&client, 4));
         assert!(!Arc::ptr_eq(&a.config, &b.config));
         assert_eq!(client.config.alpn_protocols, [b"http/1.1".to_vec()]);
     }

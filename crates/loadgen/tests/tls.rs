@@ -131,6 +131,31 @@ fn resumption_on_resumes_every_handshake_after_each_workers_first() {
 }
 
 #[test]
+fn many_connections_reconnecting_at_once_still_resume() {
+    // More connections on one worker than rustls's own store keeps tickets per server (8): every one of them
+    // reconnects after each answer, and all but the first 32 handshakes resume.
+    let certs = Certs::new();
+    let server = Server::tls_hello(&certs);
+    let ran = run(&[
+        "-t",
+        "1",
+        "-c",
+        "32",
+        "-d",
+        "700ms",
+        "--requests-per-conn",
+        "1",
+        "--cacert",
+        certs.ca(),
+        &server.https_url("/"),
+    ]);
+    ran.assert_no_errors();
+    let h = &ran.report.tls.as_ref().unwrap_or_else(|| panic!("no TLS")).counts.handshakes;
+    assert_eq!(h.full, 32, "{h:?}");
+    assert!(h.resumed > 32, "{h:?}");
+}
+
+#[test]
 fn tls_version_1_2_is_offered_alone_and_resumes_without_a_key_exchange() {
     let certs = Certs::new();
     let server = Server::tls_hello(&certs);
