@@ -10,7 +10,7 @@
 #
 # or all of them with `docker compose --profile bench build` (docker-compose.yml, deploy/compose/README.md).
 # Needs BuildKit (the default builder since Docker 23) for the cache mounts. The server images are distroless
-# (no shell): their HEALTHCHECK runs `probe` (crates/probe), a std-only HTTP/1.1 GET. Every image runs as uid
+# (no shell): their HEALTHCHECK runs `probe` (crates/probe), one HTTP(S) GET. Every image runs as uid
 # 65532, numeric so Kubernetes' runAsNonRoot can verify it, and the same in every image so they can share the
 # metadata volume.
 #

@@ -4,7 +4,7 @@
 //! published or health-checked port is the one it will listen on, images and build targets agree with the
 //! Dockerfile, and deploy/compose/bench.sh runs end to end against real servers on 127.0.0.1. The HTTPS override,
 //! deploy/compose/tls.yml, gives every published server the TLS variables it reads, pointing at the two file
-//! secrets it mounts, and nothing else but its health check off.
+//! secrets it mounts, and a health check that is the base file's over HTTPS; docker-compose 1.29 accepts it.
 //!
 //! The validators are installed into .tools/bin by `bash scripts/install-deploy-tools.sh`; a missing one fails
 //! these tests (with that command in the message) rather than skipping them.
@@ -585,11 +585,11 @@ fn peer_variables_are_read_by_the_peer_sources_and_match_their_ports() {
 // c, continued. The HTTPS override, deploy/compose/tls.yml: the TLS variables, from two file secrets
 // ------------------------------------------------------------------------------------------------------------
 
-/// `docker-compose -f docker-compose.yml -f <over> config -q` from the workspace root, with `files` as the
-/// override's TLS_CERT_FILE and TLS_KEY_FILE (unset when None).
+/// `docker-compose -f docker-compose.yml -f <over> config` from the workspace root (the merged file on stdout),
+/// with `files` as the override's TLS_CERT_FILE and TLS_KEY_FILE (unset when None).
 fn tls_config(over: &Path, files: Option<(&Path, &Path)>) -> Output {
     let mut cmd = Command::new(tool("docker-compose"));
-    cmd.current_dir(root()).args(["-f", "docker-compose.yml", "-f"]).arg(over).args(["config", "-q"]);
+    cmd.current_dir(root()).args(["-f", "docker-compose.yml", "-f"]).arg(over).arg("config");
     for var in ["SERVER_CPUS", "LOADER_CPUS", "COMPOSE_PROFILES", "COMPOSE_FILE", "TLS_CERT_FILE", "TLS_KEY_FILE"] {
         cmd.env_remove(var);
     }
@@ -625,12 +625,25 @@ fn tls_override_gives_every_published_server_its_certificate_and_key() {
     for (name, svc) in services(&tls) {
         let keys: BTreeSet<String> = svc.as_mapping().expect("a service").keys().map(scalar).collect();
         assert_eq!(keys, BTreeSet::from(["environment", "healthcheck", "secrets"].map(String::from)), "{name}");
-        // probe speaks plain HTTP only: a check against the HTTPS port would always fail.
-        let health = svc["healthcheck"].as_mapping().expect("a healthcheck mapping");
-        assert!(health.len() == 1 && health.get("disable") == Some(&Value::Bool(true)), "{name}: {health:?}");
         assert_eq!(strings(&svc["secrets"]), ["tls-cert", "tls-key"], "{name}");
 
+        // The health check is the base file's, probing the same port over HTTPS with --insecure (the mounted
+        // chain need not hold the CA, nor name 127.0.0.1), every other key as the base has it.
         let base_svc = service(&base, &name);
+        let (health, base_health) = (&svc["healthcheck"], &base_svc["healthcheck"]);
+        let base_test = strings(&base_health["test"]);
+        let (_, port, path) = split_url(&probe_url(&name, &base_svc).expect("the base's probe health check"));
+        let mut expected_test = base_test.clone();
+        expected_test[2] = format!("https://127.0.0.1:{port}{path}");
+        expected_test.insert(3, "--insecure".into());
+        assert_eq!(strings(&health["test"]), expected_test, "{name}: its health check");
+        assert!(health.get("disable").is_none(), "{name}: docker-compose 1.29 refuses `disable` in an override");
+        let keys = |h: &Value| -> BTreeMap<String, Value> {
+            let map = h.as_mapping().expect("a healthcheck mapping");
+            map.iter().map(|(k, v)| (scalar(k), v.clone())).filter(|(k, _)| k != "test").collect()
+        };
+        assert_eq!(keys(health), keys(base_health), "{name}: interval, timeout, retries, start_period as the base's");
+
         let server = Server::of_image(base_svc["image"].as_str().unwrap_or_default())
             .unwrap_or_else(|| panic!("{name}: tls.yml covers a service that runs no Rust server"));
         let tls_env = env(&name, &svc);
@@ -649,20 +662,22 @@ fn tls_override_gives_every_published_server_its_certificate_and_key() {
         assert!(addr.is_some_and(|a| a.ip().is_unspecified()), "{name}");
     }
 
-    // docker-compose 1.29 (compose-check's client) refuses the health checks' `disable: true` in an override,
-    // and reads the file without them (e2e::tls_override_for_compose_1_29) when both variables are set.
+    // docker-compose 1.29 (compose-check's client) reads the file as shipped when both variables are set, and
+    // the merged services probe over HTTPS: the override's test replaced the base's.
     let dir = tempfile::tempdir().expect("a temp dir");
     let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert, "").expect("write a placeholder");
     std::fs::write(&key, "").expect("write a placeholder");
     let shipped = root().join("deploy/compose/tls.yml");
     let out = tls_config(&shipped, Some((&cert, &key)));
-    assert!(!out.status.success() && text(&out).contains("\"disable: true\" cannot be combined"), "{}", text(&out));
-    let for_1_29 = dir.path().join("tls.yml");
-    std::fs::write(&for_1_29, e2e::tls_override_for_compose_1_29(&tls_yml)).expect("write the 1.29 copy");
-    let out = tls_config(&for_1_29, Some((&cert, &key)));
-    assert!(out.status.success(), "docker-compose 1.29 rejects tls.yml without its health checks:\n{}", text(&out));
-    let out = tls_config(&for_1_29, None);
+    assert!(out.status.success(), "docker-compose 1.29 rejects docker-compose.yml + tls.yml:\n{}", text(&out));
+    let merged: Value = serde_yaml::from_slice(&out.stdout).expect("docker-compose config prints YAML");
+    for (name, svc) in services(&merged) {
+        let test = strings(&svc.get("healthcheck").map_or(Value::Null, |h| h["test"].clone()));
+        let https = test.iter().any(|arg| arg.starts_with("https://"));
+        assert_eq!(https, covered.contains(&name), "{name}: merged health check {test:?}");
+    }
+    let out = tls_config(&shipped, None);
     assert!(!out.status.success() && text(&out).contains("set TLS_CERT_FILE"), "{}", text(&out));
 }
 

@@ -661,11 +661,41 @@ impl Drop for PlainFlight<'_> {
     }
 }
 
-/// flight-rs recreated with deploy/compose/tls.yml and a certificate made by the README's recipe answers
-/// over TLS 1.3 and 1.2 with ALPN http/1.1, verified against the recipe's CA under the name localhost, and
-/// plain HTTP on its port gets no HTTP answer; then it is recreated without the override and answers HTTP.
-/// docker-compose 1.29 reads the override without its `healthcheck: disable` blocks
-/// (`e2e::tls_override_for_compose_1_29`), so this polls the port rather than waiting for a health check.
+/// Waits until `service`'s container is running and its health check says healthy, as compose-check.sh's
+/// `wait_healthy` waits for the whole stack (deploy/podman/healthcheck-ticker.sh runs the checks): Ok with the
+/// check's command as the engine has it, or Err naming the state it stayed in, its checks' last output and
+/// its last log lines.
+fn wait_healthy(stack: &Stack, service: &str, within: Duration) -> Result<String, String> {
+    let container = format!("{}_{service}_1", stack.project);
+    let state_format = "{{.State.Status}} {{if .Config.Healthcheck}}{{.State.Health.Status}}{{else}}-{{end}}";
+    let deadline = Instant::now() + within;
+    let state = loop {
+        let state = stack.engine(&["inspect", "--format", state_format, &container], REQUEST).stdout.trim().to_string();
+        if state == "running healthy" {
+            let test = stack.engine(&["inspect", "--format", "{{json .Config.Healthcheck.Test}}", &container], REQUEST);
+            return Ok(test.stdout.trim().to_string());
+        }
+        if Instant::now() >= deadline {
+            break state;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    let checks =
+        stack.engine(&["inspect", "--format", "{{range .State.Health.Log}}{{.Output}}{{end}}", &container], REQUEST);
+    let logs = stack.engine(&["logs", "--tail", "5", &container], REQUEST);
+    let said: Vec<&str> = checks.stdout.lines().filter(|l| !l.trim().is_empty()).collect();
+    Err(format!(
+        "{container} is {state:?}, not \"running healthy\", after {} s; its last checks said: {}; its log: {}",
+        within.as_secs(),
+        said[said.len().saturating_sub(2)..].join(" | "),
+        logs.tail(5)
+    ))
+}
+
+/// flight-rs recreated with deploy/compose/tls.yml as shipped and a certificate made by the README's recipe
+/// becomes healthy (its health check is `probe https://127.0.0.1:3000/healthz --insecure`), answers over
+/// TLS 1.3 and 1.2 with ALPN http/1.1, verified against the recipe's CA under the name localhost, and plain
+/// HTTP on its port gets no HTTP answer; then it is recreated without the override and is healthy again.
 #[test]
 #[ignore = "needs the compose stack up: scripts/compose-check.sh runs it"]
 fn flight_rs_serves_https_with_the_tls_override() {
@@ -675,37 +705,54 @@ fn flight_rs_serves_https_with_the_tls_override() {
     let dir = tempfile::tempdir().expect("a temp dir for the certificate");
     make_certificate(dir.path());
     let ca = std::fs::read_to_string(dir.path().join("ca.pem")).expect("ca.pem");
-    let tls_yml = std::fs::read_to_string(root().join("deploy/compose/tls.yml")).expect("deploy/compose/tls.yml");
-    let override_file = dir.path().join("tls.yml");
-    std::fs::write(&override_file, e2e::tls_override_for_compose_1_29(&tls_yml)).expect("write the override");
     let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     let envs = [("TLS_CERT_FILE", cert.as_path()), ("TLS_KEY_FILE", key.as_path())];
 
     let mut plain = PlainFlight(&stack, true);
-    let over = override_file.to_str().expect("a UTF-8 temp path");
     let up = stack.compose_with(
-        &["-f", "docker-compose.yml", "-f", over, "up", "-d", "--no-deps", "--force-recreate", "flight-rs"],
+        &[
+            "-f",
+            "docker-compose.yml",
+            "-f",
+            "deploy/compose/tls.yml",
+            "up",
+            "-d",
+            "--no-deps",
+            "--force-recreate",
+            "flight-rs",
+        ],
         &envs,
         Duration::from_secs(120),
     );
     assert!(up.ok(), "flight-rs up -d with deploy/compose/tls.yml: {}", up.tail(3));
 
-    let client = testkit::tls::Client::new(&ca);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let (version, alpn, r) = loop {
-        match https_get(&client, "/healthz") {
-            Ok(answer) => break answer,
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(250)),
-            Err(e) => {
-                let logs = stack.engine(&["logs", "--tail", "5", &format!("{}_flight-rs_1", stack.project)], REQUEST);
-                panic!("flight-rs with tls.yml: no HTTPS answer within 60 s: {e}; its log: {}", logs.tail(5));
-            }
-        }
-    };
+    // Healthy by its own health check, which must be the HTTPS one: the plain-HTTP check cannot pass here.
+    let healthy = wait_healthy(&stack, "flight-rs", Duration::from_secs(90));
     checks.check(
-        &format!("flight-rs with tls.yml: https://localhost:{FLIGHT}/healthz 200 over {version}, ALPN {alpn}"),
-        r.status == 200 && r.text().contains(r#""profile":"default""#) && version == "TLSv1_3" && alpn == "http/1.1",
-        || format!("{} over {version}, ALPN {alpn} (want 200 over TLSv1_3, ALPN http/1.1)", shown(&r, 200)),
+        "flight-rs with tls.yml: healthy, checked by probe https://127.0.0.1:3000/healthz --insecure",
+        healthy
+            .as_ref()
+            .is_ok_and(|test| test.contains("https://127.0.0.1:3000/healthz") && test.contains("--insecure")),
+        || match &healthy {
+            Ok(test) => format!("healthy, but its health check is {test}"),
+            Err(why) => why.clone(),
+        },
+    );
+    if healthy.is_err() {
+        return checks.finish();
+    }
+
+    let client = testkit::tls::Client::new(&ca);
+    let tls13 = https_get(&client, "/healthz");
+    checks.check(
+        &format!("flight-rs with tls.yml: https://localhost:{FLIGHT}/healthz 200 over TLS 1.3, ALPN http/1.1"),
+        tls13.as_ref().is_ok_and(|(v, a, r)| {
+            r.status == 200 && r.text().contains(r#""profile":"default""#) && v == "TLSv1_3" && a == "http/1.1"
+        }),
+        || match &tls13 {
+            Ok((v, a, r)) => format!("{} over {v}, ALPN {a} (want 200 over TLSv1_3, ALPN http/1.1)", shown(r, 200)),
+            Err(e) => e.to_string(),
+        },
     );
     let tls12 = https_get(&testkit::tls::Client::tls12(&ca), "/api/hello");
     checks.check(
@@ -738,22 +785,18 @@ fn flight_rs_serves_https_with_the_tls_override() {
 
     let restored = plain.restore();
     assert!(restored.ok(), "flight-rs up -d without the override: {}", restored.tail(3));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let r = loop {
-        // Refused while the container is recreated: keep asking until the deadline.
-        let r = call(FLIGHT, "GET", "/healthz", None, REQUEST).unwrap_or_else(|e| Response {
-            status: 0,
-            headers: Vec::new(),
-            head: Vec::new(),
-            body: format!("no answer: {e}").into(),
-        });
-        if r.status == 200 || Instant::now() >= deadline {
-            break r;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    };
+    let healthy = wait_healthy(&stack, "flight-rs", Duration::from_secs(90));
+    checks.check(
+        "flight-rs recreated without tls.yml: healthy again, checked over plain HTTP",
+        healthy.as_ref().is_ok_and(|test| test.contains("http://127.0.0.1:3000/healthz")),
+        || match &healthy {
+            Ok(test) => format!("healthy, but its health check is {test}"),
+            Err(why) => why.clone(),
+        },
+    );
+    let r = http(FLIGHT, "GET", "/healthz", None);
     checks.check("flight-rs recreated without tls.yml: plain HTTP /healthz 200 again", r.status == 200, || {
-        format!("{} after 60 s", shown(&r, 200))
+        shown(&r, 200)
     });
     checks.finish();
 }
