@@ -5,7 +5,10 @@
 //! libraries (rustls on aws-lc, OpenSSL in Node, BoringSSL in Bun), so an RSA certificate would measure the
 //! library's RSA code rather than the server. Why a CA and a leaf rather than one self-signed certificate:
 //! clients (loadgen's `--cacert`, curl, openssl s_client) then verify the server the way they verify a real
-//! one, a chain ending at a trust anchor, with the leaf marked for server authentication only.
+//! one, a chain ending at a trust anchor, with the leaf marked for server authentication only. [`trust`] is
+//! the client's side: a PEM file's anchors, or any certificate (`--insecure`).
+
+pub mod trust;
 
 use std::fs;
 use std::io::{self, Write};

@@ -6,12 +6,11 @@
 
 use std::sync::Arc;
 
+use certs::trust::{RootsError, any_certificate};
 use rustls::client::Resumption;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms, aws_lc_rs};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme, SupportedProtocolVersion};
+use rustls::crypto::{CryptoProvider, aws_lc_rs};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, SupportedProtocolVersion};
 
 use crate::session_store::SessionStore;
 use crate::settings::{TlsSettings, TlsVersion, Trust};
@@ -40,19 +39,17 @@ pub fn build(tls: &TlsSettings, host: &str) -> Result<TlsClient, String> {
         .map_err(|e| format!("the TLS flags ask for nothing that can be offered: {e}"))?;
     let mut config = match &tls.trust {
         Trust::CaFile(path) => {
-            let mut roots = RootCertStore::empty();
-            let certs = CertificateDer::pem_file_iter(path)
-                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| format!("cannot read --cacert {}: {e}", path.display()))?;
-            let (added, _) = roots.add_parsable_certificates(certs);
-            if added == 0 {
-                return Err(format!("--cacert {}: no CA certificate in it", path.display()));
-            }
+            let roots = certs::trust::roots_from_pem_file(path).map_err(|e| match e {
+                RootsError::Unreadable(e) => format!("cannot read --cacert {}: {e}", path.display()),
+                RootsError::NoCertificate => format!("--cacert {}: no CA certificate in it", path.display()),
+            })?;
             builder.with_root_certificates(roots).with_no_client_auth()
         }
+        // Any chain, but the handshake's signature is checked, so an insecure handshake costs the client what
+        // a verified one would, minus the chain check.
         Trust::Insecure => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider.signature_verification_algorithms)))
+            .with_custom_certificate_verifier(any_certificate(provider.signature_verification_algorithms))
             .with_no_client_auth(),
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -111,47 +108,6 @@ fn pick<T: Copy>(names: &[String], all: &[T], flag: &str, name: impl Fn(&T) -> S
             })
         })
         .collect()
-}
-
-/// `--insecure`: any certificate chain is accepted, but the handshake's signature is checked with the
-/// certificate's key as usual, so an insecure handshake costs the client what a verified one would, minus
-/// the chain check.
-#[derive(Debug)]
-struct AnyCertificate(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
 }
 
 #[cfg(test)]

@@ -9,12 +9,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use certs::trust::{RootsError, any_certificate};
 use rustls::client::Resumption;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{WebPkiSupportedAlgorithms, aws_lc_rs};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme, StreamOwned};
+use rustls::crypto::aws_lc_rs;
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
 use crate::{Bounded, Error};
 
@@ -58,7 +57,7 @@ pub(crate) fn config(trust: &Trust) -> Result<Arc<ClientConfig>, Error> {
         Trust::CaFile(path) => builder.with_root_certificates(roots(path)?).with_no_client_auth(),
         Trust::Insecure => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider.signature_verification_algorithms)))
+            .with_custom_certificate_verifier(any_certificate(provider.signature_verification_algorithms))
             .with_no_client_auth(),
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -68,56 +67,13 @@ pub(crate) fn config(trust: &Trust) -> Result<Arc<ClientConfig>, Error> {
 
 /// The certificates of `path` as trust anchors (see [`Trust::CaFile`]).
 fn roots(path: &Path) -> Result<RootCertStore, Error> {
-    let bad = |why: String| Error::CaFile(path.to_path_buf(), why);
-    let certs = CertificateDer::pem_file_iter(path)
-        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| bad(e.to_string()))?;
-    let mut roots = RootCertStore::empty();
-    let (added, _) = roots.add_parsable_certificates(certs);
-    if added == 0 {
-        return Err(bad("no PEM certificate in it".into()));
-    }
-    Ok(roots)
-}
-
-/// `--insecure`: the chain and the name are not checked, the handshake's signature is (rustls asks the
-/// verifier for both), so the server must hold the key of the certificate it presents.
-#[derive(Debug)]
-struct AnyCertificate(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
+    certs::trust::roots_from_pem_file(path).map_err(|e| {
+        let why = match e {
+            RootsError::Unreadable(why) => why,
+            RootsError::NoCertificate => "no PEM certificate in it".into(),
+        };
+        Error::CaFile(path.to_path_buf(), why)
+    })
 }
 
 /// A word on the commonest handshake failures, after rustls's own text.
