@@ -1,19 +1,34 @@
 // Video-metadata benchmark peer: the handler logic shared by server-bun.ts (Bun.serve + bun:sqlite),
 // server-node.mjs (node:http + node:sqlite) and lookup-bench.mjs, so every runtime runs exactly the
-// same JavaScript and only the HTTP server and the SQLite binding differ. Plain ESM, no dependencies.
+// same JavaScript and only the HTTP server and the SQLite binding differ. Plain ESM, no dependencies
+// (the Redis client lives in cache.mjs, which only the servers load).
 //
 // Contract (byte-identical with metadata-rs: status, content-type, body):
 //   GET|HEAD /v1/metadata/{id}?region=R  200 {"id","channel","title","description","duration","views","trending"}
 //                                        404 null (unknown id); 400 malformed id / bad region
 //                                        500 stored locales not a JSON object; 503 any SQLite error (Retry-After: 1)
 //   other methods on that route          405 {"error":"method not allowed"}, Allow: GET, HEAD
-//   GET|HEAD /healthz                    200 {"status":"ok","sqlite":"ok","redis":"disabled"} or 503
+//   GET|HEAD /healthz                    200 {"status":"ok","sqlite":"ok","redis":R} or 503
+//                                        {"status":"unavailable","sqlite":"down","redis":R}; R is "disabled"
+//                                        without a cache, else "ok" or "down" (PING within the timeout);
+//                                        Redis never makes it fail
 //   anything else                        404 {"error":"not found"}
-// Every response is `content-type: application/json` with a content-length.
+// Every response is `content-type: application/json` with a content-length; a cache hit is answered
+// with exactly the headers and bytes of the miss that filled it.
+//
+// Optional Redis cache-aside, as metadata-rs's (crates/metadata/src/cache.rs and api.rs): with
+// METADATA_REDIS_URL set, a valid metadata request (the id decoded, the region checked; 400s and
+// 405s never touch Redis) first GETs `metadata:v1:<region>:<id>` (region "en" when absent or empty).
+// A hit answers the stored bytes with 200. A miss reads SQLite, answers, and fills the cache with
+// `SET key body EX ttl` without making the response wait; only 200 bodies are stored (a 404 costs a
+// GET and a lookup). Every command is bounded by METADATA_REDIS_TIMEOUT_MS; Redis slow or down sends
+// the request straight to SQLite (see cache.mjs). HEAD takes the same path as GET.
 //
 // The servers supply the SQLite side as an `open(path)` function returning { get(id), health() }
 // (each throws on any SQLite error); `createStore` opens it once at startup and, while opening
-// fails, retries on later requests at most once per RETRY_OPEN_MS.
+// fails, retries on later requests at most once per RETRY_OPEN_MS. The cache, when there is one,
+// is { get(key) -> Promise<body or null>, put(key, body), healthy() -> Promise<boolean> }, none of
+// which rejects (cache.mjs's openCache).
 
 export const REGIONS = Object.freeze(["ja", "ko", "zh-TW", "en", "th"]);
 
@@ -33,8 +48,7 @@ const MALFORMED_ID = JSON.stringify({ error: "malformed id" });
 const BAD_REGION = JSON.stringify({ error: "region must be a language tag like en or zh-TW" });
 const MALFORMED_STORED = JSON.stringify({ error: "stored metadata is malformed" });
 const DB_UNAVAILABLE = JSON.stringify({ error: "database unavailable" });
-const HEALTH_OK = JSON.stringify({ status: "ok", sqlite: "ok", redis: "disabled" });
-const HEALTH_DOWN = JSON.stringify({ status: "unavailable", sqlite: "down", redis: "disabled" });
+const NO_REDIS = "disabled";
 const NO_ROW = "null";
 
 const ALLOW = Object.freeze({ allow: "GET, HEAD" });
@@ -51,14 +65,24 @@ export function formatDuration(value) {
   return h > 0 ? `${h}:${pad2(m)}:${pad2(sec)}` : `${m}:${pad2(sec)}`;
 }
 
+/** The region a raw query value names (null or "" means en), or null when it is not a plausible tag. */
+export function regionOf(raw) {
+  if (raw === null || raw === undefined || raw === "") return "en";
+  return REGION_RE.test(raw) ? raw : null;
+}
+
 /**
  * One lookup: the JSON answer for `id` (already decoded) in `region` (the raw query value: null
  * or "" means en). `getRow(id)` returns the row or null/undefined and throws on SQLite errors.
  * Returns { status, body } (body a string), plus `headers` when the response needs extra ones.
  */
 export function lookup(getRow, id, region) {
-  if (region === null || region === undefined || region === "") region = "en";
-  if (!REGION_RE.test(region)) return { status: 400, body: BAD_REGION };
+  const valid = regionOf(region);
+  return valid === null ? { status: 400, body: BAD_REGION } : render(getRow, id, valid);
+}
+
+/** lookup() for a region regionOf() has already checked. */
+function render(getRow, id, region) {
   let row;
   try {
     row = getRow(id);
@@ -159,12 +183,23 @@ export function createStore(open, path, log = (msg) => console.error(msg)) {
   };
 }
 
+/** The Redis key of a rendered response: `metadata:v1:<region>:<id>`, as metadata-rs's Cache::key. */
+export function cacheKey(region, id) {
+  // The region is checked to [A-Za-z0-9-], so the first ":" after it ends it: no two pairs share a key.
+  return "metadata:v1:" + region + ":" + id;
+}
+
 /**
  * The whole request: method and raw target in, { status, body, headers } out (headers extra to
- * content-type and content-length, which the servers always set; body still present for HEAD, the
- * servers leave it off).
+ * content-type and content-length, which the servers always set; body a string, or a Buffer on a
+ * cache hit; still present for HEAD, the servers leave it off).
+ *
+ * Without a cache (`cache` null) the answer is returned as it is, synchronously, as before. With one,
+ * the metadata and health routes return a Promise of it (never rejected by Redis), the others still
+ * answer synchronously: metadata-rs likewise answers inline and only awaits when Redis is involved, so
+ * the uncached workload keeps paying nothing for the cache. The servers check which they got.
  */
-export function handle(store, method, target) {
+export function handle(store, method, target, cache = null) {
   const r = route(target);
   if (r.kind === "metadata") {
     if (method !== "GET" && method !== "HEAD") return { status: 405, body: METHOD_NOT_ALLOWED, headers: ALLOW };
@@ -174,17 +209,43 @@ export function handle(store, method, target) {
     } catch {
       return { status: 400, body: MALFORMED_ID };
     }
-    const region = r.query === "" ? null : new URLSearchParams(r.query).get("region");
-    return lookup(store.get, id, region);
+    const region = regionOf(r.query === "" ? null : new URLSearchParams(r.query).get("region"));
+    if (region === null) return { status: 400, body: BAD_REGION };
+    return cache === null ? render(store.get, id, region) : cachedLookup(store, cache, id, region);
   }
   if (r.kind === "health") {
     if (method !== "GET" && method !== "HEAD") return { status: 405, body: METHOD_NOT_ALLOWED, headers: ALLOW };
-    return store.healthy() ? { status: 200, body: HEALTH_OK } : { status: 503, body: HEALTH_DOWN };
+    const sqliteOk = store.healthy();
+    if (cache === null) return health(sqliteOk, NO_REDIS);
+    return cache.healthy().then((ok) => health(sqliteOk, ok ? "ok" : "down"));
   }
   return { status: 404, body: NOT_FOUND };
 }
 
-/** Server settings from the environment (the same variables metadata-rs reads). */
+/** Cache-aside: GET first; on a miss SQLite answers and a 200 body is SET in the background. */
+async function cachedLookup(store, cache, id, region) {
+  const key = cacheKey(region, id);
+  const cached = await cache.get(key);
+  if (cached !== null) return { status: 200, body: cached };
+  const answer = render(store.get, id, region);
+  // Not awaited: the response does not wait for the SET (metadata-rs spawns it). put() never rejects.
+  if (answer.status === 200) cache.put(key, answer.body);
+  return answer;
+}
+
+/** /healthz: the status follows SQLite alone; `redis` is "disabled", "ok" or "down". */
+function health(sqliteOk, redis) {
+  const body = sqliteOk
+    ? JSON.stringify({ status: "ok", sqlite: "ok", redis })
+    : JSON.stringify({ status: "unavailable", sqlite: "down", redis });
+  return { status: sqliteOk ? 200 : 503, body };
+}
+
+/**
+ * Server settings from the environment (the same variables metadata-rs reads). `redis` is null without
+ * METADATA_REDIS_URL (or with it empty), else { url, ttl (s), timeoutMs }. Bad values throw, naming the
+ * variable: the servers print that line and exit 64, as metadata-rs does.
+ */
 export function configFromEnv(env = process.env) {
   const port = Number(env.METADATA_PORT ?? 3001);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`METADATA_PORT: bad port ${env.METADATA_PORT}`);
@@ -192,5 +253,43 @@ export function configFromEnv(env = process.env) {
     port,
     host: env.METADATA_HOSTNAME || "127.0.0.1",
     db: env.METADATA_DB || "metadata.db",
+    redis: redisFromEnv(env),
   };
+}
+
+function redisFromEnv(env) {
+  const url = env.METADATA_REDIS_URL;
+  if (url === undefined || url === "") return null;
+  checkRedisUrl(url);
+  const ttl = wholeNumber(env, "METADATA_REDIS_TTL", 60);
+  if (ttl < 1) throw new Error(`METADATA_REDIS_TTL: must be at least 1 second, not ${ttl}`);
+  // As metadata-rs: 0 ms would time every command out, so it means 1.
+  const timeoutMs = Math.max(1, wholeNumber(env, "METADATA_REDIS_TIMEOUT_MS", 50));
+  return { url, ttl, timeoutMs };
+}
+
+/** A URL node-redis can use: redis:// or rediss://, a host, and at most a database number as the path. */
+function checkRedisUrl(url) {
+  let parsed;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`METADATA_REDIS_URL ${JSON.stringify(url)}: not a URL`);
+  }
+  if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") {
+    throw new Error(`METADATA_REDIS_URL ${JSON.stringify(url)}: the peers take redis:// or rediss:// URLs`);
+  }
+  if (parsed.hostname === "") throw new Error(`METADATA_REDIS_URL ${JSON.stringify(url)}: missing hostname`);
+  if (!/^(\/[0-9]*)?$/.test(parsed.pathname)) {
+    throw new Error(`METADATA_REDIS_URL ${JSON.stringify(url)}: invalid database number`);
+  }
+}
+
+/** An unsigned integer variable, as clap parses one for metadata-rs (an empty value is an error too). */
+function wholeNumber(env, name, fallback) {
+  const raw = env[name];
+  if (raw === undefined) return fallback;
+  const n = /^\+?[0-9]+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n)) throw new Error(`${name}: not a whole number: ${JSON.stringify(raw)}`);
+  return n;
 }

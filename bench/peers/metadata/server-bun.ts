@@ -3,7 +3,9 @@
 // Routes and answers: see metadata.mjs.
 //   METADATA_DB=/tmp/metadata.db bun run bench/peers/metadata/server-bun.ts
 // Env: METADATA_PORT (3001), METADATA_HOSTNAME (127.0.0.1), METADATA_DB (metadata.db), PEER_PROCESSES
-// (1: one process; N > 1: N processes on the port with reusePort, see ../processes.mjs).
+// (1: one process; N > 1: N processes on the port with reusePort, see ../processes.mjs), and the
+// Redis cache's METADATA_REDIS_URL (unset: no cache), METADATA_REDIS_TTL (60 s), METADATA_REDIS_TIMEOUT_MS
+// (50), as metadata-rs reads them (cache.mjs; each process has its own connection).
 import { Database } from "bun:sqlite";
 // @ts-ignore -- plain ESM module without type declarations
 import { CONTENT_TYPE, HEALTH_SQL, LOOKUP_SQL, PRAGMAS, configFromEnv, createStore, handle, targetOfUrl } from "./metadata.mjs";
@@ -14,7 +16,11 @@ import { bunResponse, bunServe } from "../serving.mjs";
 // @ts-ignore -- plain ESM module without type declarations
 import { prepareReadOnly } from "../sqlite.mjs";
 
-const cfg: { port: number; host: string; db: string } = configOrExit("metadata-bun", configFromEnv);
+type RedisConfig = { url: string; ttl: number; timeoutMs: number };
+const cfg: { port: number; host: string; db: string; redis: RedisConfig | null } = configOrExit(
+  "metadata-bun",
+  configFromEnv,
+);
 // PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
 const reusePort = bunProcesses("metadata-bun");
 
@@ -25,9 +31,16 @@ function open(path: string) {
 }
 
 const store = createStore(open, cfg.db);
+// Loaded only with a cache, so the uncached peer runs (and weighs) exactly what it did before.
+// @ts-ignore -- plain ESM module without type declarations
+const cache = cfg.redis ? await (await import("./cache.mjs")).openCache(cfg.redis) : null;
 
-function onRequest(req: Request): Response {
-  return bunResponse(handle(store, req.method, targetOfUrl(req.url)), CONTENT_TYPE);
+const toResponse = (r: unknown) => bunResponse(r, CONTENT_TYPE);
+
+// handle() answers synchronously unless Redis is involved (see metadata.mjs).
+function onRequest(req: Request): Response | Promise<Response> {
+  const r = handle(store, req.method, targetOfUrl(req.url), cache);
+  return r instanceof Promise ? r.then(toResponse) : toResponse(r);
 }
 
 const server = bunServe(cfg, reusePort, onRequest);
