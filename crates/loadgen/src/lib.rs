@@ -23,12 +23,14 @@
 pub mod assertions;
 pub mod capacity;
 pub mod cli;
+mod conn;
 mod engine;
 mod epoll;
 mod handshake;
 pub mod http1;
 pub mod log_chart;
 pub mod merge;
+mod open_loop;
 mod per_second;
 pub mod rate;
 pub mod render;

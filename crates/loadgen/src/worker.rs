@@ -7,7 +7,6 @@
 //! So a connection the worker gives up on during a wait is marked (`doomed`) and closed right after it, and
 //! bytes queued during a wait are written right after it: the same loop turn, before the next wait.
 
-use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,9 +16,11 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::assertions::Assertions;
+use crate::conn::{After, Conn, Sent};
 use crate::engine::{Engine, Event};
 use crate::handshake::{Failure, Handshake};
-use crate::http1::{Done, ResponseParser};
+use crate::http1::Done;
+use crate::open_loop::OpenLoop;
 use crate::rate::{Rate, Schedule};
 use crate::request_log::Record;
 use crate::source::{Cursor, Rng, Source};
@@ -76,75 +77,6 @@ pub struct Tick {
     pub latency: Histogram<u64>,
 }
 
-struct Sent {
-    intended: Instant,
-    written: Instant,
-    head: bool,
-}
-
-/// What happens to a connection the worker gave up on, once the engine has closed it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum After {
-    /// Connect again at once (a reconnect).
-    Reconnect,
-    /// Connect again after `RECONNECT_BACKOFF` (the connect itself failed).
-    Backoff,
-    /// The backoff is over: connect again (not counted as a reconnect: it never connected).
-    Retry,
-}
-
-struct Conn {
-    /// The engine has a socket for this slot (connecting or connected).
-    open: bool,
-    /// TLS: the TCP connect is done and the handshake under way.
-    handshaking: bool,
-    /// Ready for requests (with TLS: the handshake is done).
-    connected: bool,
-    established_once: bool,
-    connect_started: Instant,
-    retry_at: Option<Instant>,
-    /// Given up on during an engine wait: closed right after it.
-    doomed: Option<After>,
-    wbuf: Vec<u8>,
-    wpos: usize,
-    /// In the worker's list of connections to write after the wait.
-    flush_listed: bool,
-    /// Response bytes received and not yet consumed by the parser (a partial head or chunk line).
-    rbuf: Vec<u8>,
-    parser: ResponseParser,
-    pending: VecDeque<Sent>,
-    body: Vec<u8>,
-    head_ok: bool,
-    /// In the open loop's free list.
-    listed_free: bool,
-    /// Requests queued on this connection since it was opened (for `--requests-per-conn`).
-    sent: u64,
-}
-
-impl Conn {
-    fn new(pipeline: usize) -> Self {
-        Conn {
-            open: false,
-            handshaking: false,
-            connected: false,
-            established_once: false,
-            connect_started: Instant::now(),
-            retry_at: None,
-            doomed: None,
-            wbuf: Vec::with_capacity(512),
-            wpos: 0,
-            flush_listed: false,
-            rbuf: Vec::new(),
-            parser: ResponseParser::default(),
-            pending: VecDeque::with_capacity(pipeline),
-            body: Vec::new(),
-            head_ok: true,
-            listed_free: false,
-            sent: 0,
-        }
-    }
-}
-
 /// Everything but the engine: what the engine's events are handed to.
 struct State<'a> {
     plan: Plan,
@@ -153,13 +85,8 @@ struct State<'a> {
     cursor: Cursor,
     stats: WorkerStats,
     measuring: bool,
-    open_loop: bool,
-    /// Open loop: connections with room for another request.
-    free: Vec<usize>,
-    /// Open loop: intended send times waiting for a free connection (at most one per connection).
-    backlog: VecDeque<Instant>,
-    next_send: Instant,
-    rng: Rng,
+    /// Open loop (`-R`): its schedule, backlog and free connections; None in closed loop.
+    open_loop: Option<OpenLoop>,
     checked_counter: u64,
     /// Responses counted towards `--log-every`.
     log_counter: u64,
@@ -190,18 +117,17 @@ pub fn run<E: Engine>(
     if let Some(cpu) = plan.pin {
         core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
     }
-    let open_loop = plan.rate.is_some();
     let engine = make_engine(&plan)?;
+    let open_loop = plan.rate.map(|rate| {
+        let rng = Rng::new(plan.seed.wrapping_add(0x5851_F42D_4C95_7F2D).wrapping_mul(plan.index as u64 + 1));
+        OpenLoop::new((rate, plan.ramp, plan.schedule), plan.measure_from, Instant::now(), rng, plan.connections)
+    });
     let state = State {
         conns: (0..plan.connections).map(|_| Conn::new(plan.pipeline)).collect(),
         cursor: shared.source.cursor(plan.seed, plan.index),
         stats: fresh_stats(&plan),
         measuring: false,
         open_loop,
-        free: Vec::with_capacity(plan.connections),
-        backlog: VecDeque::with_capacity(plan.connections),
-        next_send: Instant::now(),
-        rng: Rng::new(plan.seed.wrapping_add(0x5851_F42D_4C95_7F2D).wrapping_mul(plan.index as u64 + 1)),
         checked_counter: 0,
         log_counter: 0,
         interval: new_histogram(),
@@ -252,7 +178,7 @@ impl<E: Engine> Worker<'_, E> {
             if now >= s.plan.end {
                 break;
             }
-            if s.open_loop {
+            if s.open_loop.is_some() {
                 s.schedule(now);
                 self.dispatch();
             }
@@ -266,12 +192,9 @@ impl<E: Engine> Worker<'_, E> {
             if !s.measuring {
                 wake_at = wake_at.min(s.plan.measure_from);
             }
-            // Open loop: wake for the next send only while a connection is free to take it. With every
-            // connection busy, a send that comes due can only join the backlog (or be counted missed), and
-            // `schedule` catches up on all of them at the next wake (a response, a connect, the sweep). Waking
-            // for each would spend the loader's CPU on an overloaded server's behalf (a wake every 10 µs at
-            // 100k req/s asked) and make a search call the loader, not the server, the limit.
-            let send_at = (s.open_loop && !s.free.is_empty()).then_some(s.next_send);
+            // Open loop: wake for the next send only while a connection is free to take it (`OpenLoop::wake_at`
+            // says why).
+            let send_at = s.open_loop.as_ref().and_then(OpenLoop::wake_at);
             self.engine.wait(wake_at, send_at, &mut |i, event| s.on_event(i, event))?;
         }
         let s = &mut self.state;
@@ -296,9 +219,8 @@ impl<E: Engine> Worker<'_, E> {
             let conn = &mut self.state.conns[i];
             conn.open = false;
             conn.connected = false;
-            if conn.listed_free {
-                conn.listed_free = false;
-                self.state.free.retain(|&f| f != i);
+            if let Some(open_loop) = &mut self.state.open_loop {
+                open_loop.withdraw(i);
             }
             match after {
                 After::Reconnect => {
@@ -319,16 +241,7 @@ impl<E: Engine> Worker<'_, E> {
 
     fn connect(&mut self, i: usize) {
         let conn = &mut self.state.conns[i];
-        conn.connected = false;
-        conn.handshaking = false;
-        conn.sent = 0;
-        conn.retry_at = None;
-        conn.connect_started = Instant::now();
-        conn.wbuf.clear();
-        conn.wpos = 0;
-        conn.rbuf.clear();
-        conn.parser.reset();
-        conn.pending.clear();
+        conn.reset_for_connect();
         match self.engine.connect(i) {
             Ok(()) => conn.open = true,
             Err(e) => self.state.connect_failed(i, &e),
@@ -362,13 +275,11 @@ impl<E: Engine> Worker<'_, E> {
     /// Open loop: sends backlogged requests on free connections.
     fn dispatch(&mut self) {
         let s = &mut self.state;
-        while let Some(&intended) = s.backlog.front() {
-            let Some(i) = s.free.pop() else { return };
-            s.conns[i].listed_free = false;
-            if !s.conns[i].connected || s.conns[i].doomed.is_some() {
-                continue;
-            }
-            s.backlog.pop_front();
+        loop {
+            let conns = &s.conns;
+            let Some((i, intended)) = s.open_loop.as_mut().and_then(|o| o.take(|i| conns[i].usable())) else {
+                return;
+            };
             if s.measuring && Instant::now().saturating_duration_since(intended) > LATE_AFTER {
                 s.stats.late_sends += 1;
             }
@@ -411,7 +322,7 @@ impl State<'_> {
         if self.measuring {
             self.stats.connections_opened += 1;
         }
-        if self.open_loop {
+        if self.open_loop.is_some() {
             self.mark_free(i);
         } else {
             for _ in 0..self.plan.pipeline {
@@ -636,7 +547,7 @@ impl State<'_> {
             self.doom(i, After::Reconnect);
             return false;
         }
-        if self.open_loop {
+        if self.open_loop.is_some() {
             self.mark_free(i);
         } else {
             self.queue_request(i, now);
@@ -715,37 +626,24 @@ impl State<'_> {
         (self.interval_responses, self.interval_errors, self.interval_scheduled) = (0, 0, 0);
     }
 
+    /// Open loop: lists connection `i` as free when it can take another request.
     fn mark_free(&mut self, i: usize) {
-        let conn = &mut self.conns[i];
-        let room = conn.pending.len() < self.plan.pipeline && self.plan.requests_per_conn.is_none_or(|n| conn.sent < n);
-        if conn.connected && conn.doomed.is_none() && !conn.listed_free && room {
-            conn.listed_free = true;
-            self.free.push(i);
+        let conn = &self.conns[i];
+        if conn.usable()
+            && conn.has_room(self.plan.pipeline, self.plan.requests_per_conn)
+            && let Some(open_loop) = &mut self.open_loop
+        {
+            open_loop.offer(i);
         }
     }
 
-    /// Open loop: moves every send time that has come into the backlog (or counts it missed).
+    /// Open loop: the sends that have come due join the backlog (and the window's counts).
     fn schedule(&mut self, now: Instant) {
-        let Some(rate) = self.plan.rate else { return };
-        while self.next_send <= now {
-            if self.next_send >= self.plan.measure_from && self.measuring {
-                self.stats.scheduled += 1;
-                self.interval_scheduled += 1;
-            }
-            if self.backlog.len() < self.conns.len() {
-                self.backlog.push_back(self.next_send);
-            } else if self.measuring {
-                self.stats.missed_sends += 1;
-            }
-            // A ramp changes the rate send by send: each gap is drawn at the rate of its own start.
-            let elapsed = self.next_send.saturating_duration_since(self.plan.measure_from).as_secs_f64();
-            let rate = rate.at(elapsed, self.plan.ramp);
-            let gap = match self.plan.schedule {
-                Schedule::Uniform => 1.0 / rate,
-                Schedule::Poisson => -self.rng.unit().ln() / rate,
-            };
-            self.next_send += Duration::from_secs_f64(gap);
-        }
+        let Some(open_loop) = &mut self.open_loop else { return };
+        let due = open_loop.come_due(now, self.measuring);
+        self.stats.scheduled += due.scheduled;
+        self.interval_scheduled += due.scheduled;
+        self.stats.missed_sends += due.missed;
     }
 }
 
