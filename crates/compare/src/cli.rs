@@ -65,8 +65,10 @@ pub struct RunArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
     /// Connections for every workload, instead of each workload's own (100, 50 for notes-write, 128 for metadata).
-    #[arg(long, env = "COMPARE_CONNECTIONS", display_order = 6)]
-    pub connections: Option<u32>,
+    /// A list (`16,64,256,512,1024`) sweeps: every closed-loop and open-loop round runs each runtime at each
+    /// count, interleaved; the workload's tables use the count nearest its own, and a sweep section shows all.
+    #[arg(long, env = "COMPARE_CONNECTIONS", value_delimiter = ',', value_name = "N[,N...]", display_order = 6)]
+    pub connections: Vec<u32>,
     /// taskset list for the PostgreSQL and Redis compare starts.
     #[arg(long, env = "COMPARE_DB_CORES", default_value = "1", display_order = 9)]
     pub db_cores: String,
@@ -132,6 +134,17 @@ fn parse_dur(flag: &str, raw: &str) -> anyhow::Result<Duration> {
     loadgen::cli::parse_duration(raw).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
 }
 
+/// `--connections`: empty (each workload's own), one count, or a sweep of distinct counts in the order given.
+fn connection_counts(given: &[u32]) -> anyhow::Result<Vec<u32>> {
+    if given.contains(&0) {
+        bail!("--connections must be at least 1");
+    }
+    if let Some(twice) = given.iter().enumerate().find_map(|(i, c)| given[..i].contains(c).then_some(c)) {
+        bail!("--connections lists {twice} twice");
+    }
+    Ok(given.to_vec())
+}
+
 impl RunArgs {
     /// Defaults, `--quick` and paths applied; `compare_exe` is the binary the floor runs.
     pub fn resolve(&self, command: Vec<String>, compare_exe: PathBuf) -> anyhow::Result<Config> {
@@ -143,9 +156,7 @@ impl RunArgs {
         }
         let warmup = parse_dur("warmup", m.warmup)?;
         let request_timeout = parse_dur("request-timeout", &self.request_timeout)?;
-        if self.connections == Some(0) {
-            bail!("--connections must be at least 1");
-        }
+        let connections = connection_counts(&self.connections)?;
         if self.tail_rate.is_some_and(|rate| !rate.is_finite() || rate < 0.0) {
             bail!("--tail-rate must be a non-negative number");
         }
@@ -159,6 +170,9 @@ impl RunArgs {
             bail!("--seed-notes must be at least 2");
         }
         let soak = self.soak()?;
+        if soak.is_some() && connections.len() > 1 {
+            bail!("--soak holds one connection count; --connections lists {}", connections.len());
+        }
         let capacity = self.capacity(duration, warmup, soak.is_some())?;
         let rows = self.rows.unwrap_or(if q { 20_000 } else { 100_000 });
         if rows < 100 {
@@ -173,7 +187,7 @@ impl RunArgs {
             runs: m.runs,
             duration,
             warmup,
-            connections: self.connections,
+            connections,
             server_cores: m.server_cores.clone(),
             loader_cores: m.loader_cores.clone(),
             db_cores,
@@ -303,6 +317,18 @@ mod tests {
         assert!(parse(&["--soak", "1h", "--soak-interval", "10ms"]).is_err());
         assert!(parse(&["--soak", "1h", "--soak-rate", "0"]).is_err());
         assert!(parse(&["--soak", "forever"]).is_err());
+        assert!(parse(&["--connections", "0"]).is_err());
+        assert!(parse(&["--connections", "16,64,16"]).is_err());
+        assert!(parse(&["--connections", "16,x"]).is_err());
+        assert!(parse(&["--soak", "1h", "--connections", "16,64"]).is_err());
+    }
+
+    #[test]
+    fn connection_sweep() {
+        assert!(parse(&[]).expect("defaults").connections.is_empty());
+        assert_eq!(parse(&["--connections", "32"]).expect("one").connections, [32]);
+        let c = parse(&["--connections", "16,64,256,512,1024"]).expect("sweep");
+        assert_eq!(c.connections, [16, 64, 256, 512, 1024]);
     }
 
     #[test]

@@ -38,7 +38,8 @@ pub struct Config {
     pub runs: u32,
     pub duration: Duration,
     pub warmup: Duration,
-    pub connections: Option<u32>,
+    /// `--connections`: empty for each workload's own count, one count for all, or several: a sweep.
+    pub connections: Vec<u32>,
     pub server_cores: Cores,
     /// One per server core: rust workers, Node cluster workers, Bun processes.
     pub server_processes: usize,

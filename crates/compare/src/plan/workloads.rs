@@ -183,6 +183,14 @@ impl Workload {
         }
     }
 
+    /// The count among `given` (`--connections`) that stands for this workload in its tables, checks and
+    /// capacity searches: its own count when `given` is empty or holds it, else the nearest given one (the
+    /// lower of two as near), so a sweep's headline stays comparable with a run at the workload's defaults.
+    pub fn headline_connections(self, given: &[u32]) -> u32 {
+        let own = self.connections();
+        given.iter().copied().min_by_key(|&c| (c.abs_diff(own), c)).unwrap_or(own)
+    }
+
     /// How its load connects. The handshake workloads make one request per connection, so their CPU per
     /// response is CPU per connection: a TCP accept, a handshake and one answer.
     pub fn connecting(self) -> Connecting {
@@ -361,6 +369,16 @@ mod tests {
         assert_eq!(two, [Workload::Metadata, Workload::HelloBare]);
         assert!(parse_list("hello").is_err());
         assert!(parse_list("").is_err());
+    }
+
+    #[test]
+    fn headline_connections() {
+        assert_eq!(Workload::HelloBare.headline_connections(&[]), 100);
+        assert_eq!(Workload::HelloBare.headline_connections(&[32]), 32);
+        assert_eq!(Workload::HelloBare.headline_connections(&[16, 64, 256, 512, 1024]), 64);
+        assert_eq!(Workload::NotesWrite.headline_connections(&[16, 64, 256]), 64);
+        assert_eq!(Workload::Metadata.headline_connections(&[64, 192, 1024]), 64);
+        assert_eq!(Workload::Metadata.headline_connections(&[16, 128, 1024]), 128);
     }
 
     #[test]

@@ -51,12 +51,12 @@ pub struct Bar {
     pub lower_bound: bool,
 }
 
-/// One runtime at one step of a ladder (connections, rate, payload size…).
+/// One runtime's value (req/s, a latency…) at one step of a ladder (rungs, connections…).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LadderPoint {
     pub runtime: String,
     pub step: String,
-    pub req_per_s: f64,
+    pub value: f64,
 }
 
 /// Two horizontal bar panels for one workload: throughput (median with min–max whiskers) and CPU-µs per
@@ -73,7 +73,13 @@ pub fn capacity_svg(workload: &str, objective: &str, bars: &[Bar]) -> String {
 
 /// Throughput per runtime across `steps`, one line each, on a linear axis from zero.
 pub fn ladder_svg(steps: &[String], points: &[LadderPoint]) -> String {
-    render_ladder(steps, points).unwrap_or_default()
+    steps_svg("Throughput by step (req/s)", "req/s", steps, points)
+}
+
+/// One line per runtime across `steps` (evenly spaced, in the order given), values on a linear axis from
+/// zero; `unit` labels each point's tooltip.
+pub fn steps_svg(title: &str, unit: &str, steps: &[String], points: &[LadderPoint]) -> String {
+    render_ladder(title, unit, steps, points).unwrap_or_default()
 }
 
 /// A value worth drawing.
@@ -239,11 +245,7 @@ fn ladder_series<'a>(steps: &[String], points: &'a [LadderPoint]) -> (Vec<&'a st
             steps
                 .iter()
                 .map(|step| {
-                    points
-                        .iter()
-                        .rev()
-                        .find(|p| p.runtime == *rt && p.step == *step)
-                        .and_then(|p| measured(p.req_per_s))
+                    points.iter().rev().find(|p| p.runtime == *rt && p.step == *step).and_then(|p| measured(p.value))
                 })
                 .collect()
         })
@@ -277,7 +279,7 @@ fn step_labels(out: &mut String, steps: &[String], x_of: &dyn Fn(usize) -> f64, 
 /// One runtime's line across the ladder's steps, with a point (and its tooltip) at each measured step.
 fn ladder_line(
     out: &mut String,
-    rt: &str,
+    (rt, unit): (&str, &str),
     values: &[Option<f64>],
     color: &str,
     steps: &[String],
@@ -302,13 +304,15 @@ fn ladder_line(
     for (s, v) in values.iter().enumerate() {
         if let Some(v) = v {
             write!(out, r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}">"#, x_of(s), y_of(*v))?;
-            writeln!(out, "<title>{} at {}: {} req/s</title></circle>", esc(rt), esc(&steps[s]), thousands(*v))?;
+            // Latencies in ms are small: their decimals matter where a rate's do not.
+            let value = if *v >= 100.0 { thousands(*v) } else { format!("{v:.3}") };
+            writeln!(out, "<title>{} at {}: {value} {}</title></circle>", esc(rt), esc(&steps[s]), esc(unit))?;
         }
     }
     Ok(())
 }
 
-fn render_ladder(steps: &[String], points: &[LadderPoint]) -> Result<String, fmt::Error> {
+fn render_ladder(title: &str, unit: &str, steps: &[String], points: &[LadderPoint]) -> Result<String, fmt::Error> {
     const PLOT_BOTTOM: f64 = 376.0;
     const LEFT: f64 = 76.0;
     const RIGHT: f64 = 24.0;
@@ -334,8 +338,8 @@ fn render_ladder(steps: &[String], points: &[LadderPoint]) -> Result<String, fmt
 
     let palette = colors(runtimes.iter().copied());
     let mut out = String::with_capacity(4096 + points.len() * 256);
-    open_svg(&mut out, height, "Throughput ladder (req/s per step)")?;
-    writeln!(out, r#"<text x="16" y="28" font-size="18" font-weight="bold">Throughput by step (req/s)</text>"#)?;
+    open_svg(&mut out, height, title)?;
+    writeln!(out, r#"<text x="16" y="28" font-size="18" font-weight="bold">{}</text>"#, esc(title))?;
     for ((rt, (lx, ly)), color) in runtimes.iter().zip(legend).zip(&palette) {
         let (swatch_y, text_x) = (ly - 4.0, lx + 30.0);
         write!(out, r#"<path d="M{lx:.1} {swatch_y:.1}h24" stroke="{color}" stroke-width="2.5"/>"#)?;
@@ -370,7 +374,7 @@ fn render_ladder(steps: &[String], points: &[LadderPoint]) -> Result<String, fmt
     step_labels(&mut out, steps, &x_of, plot_bottom + 18.0, tilt)?;
 
     for ((rt, values), color) in runtimes.iter().zip(&series).zip(&palette) {
-        ladder_line(&mut out, rt, values, color, steps, &x_of, &y_of)?;
+        ladder_line(&mut out, (rt, unit), values, color, steps, &x_of, &y_of)?;
     }
     if runtimes.is_empty() || steps.is_empty() {
         no_data(&mut out, (LEFT + WIDTH - RIGHT) / 2.0, (plot_top + plot_bottom) / 2.0)?;
@@ -852,12 +856,12 @@ mod tests {
         let mut points = Vec::new();
         for (rt, base) in [("rust", 100_000.0), ("bun", 60_000.0), ("node & co", 30_000.0)] {
             for (i, step) in steps.iter().enumerate() {
-                points.push(LadderPoint { runtime: rt.into(), step: step.clone(), req_per_s: base * (1.0 + i as f64) });
+                points.push(LadderPoint { runtime: rt.into(), step: step.clone(), value: base * (1.0 + i as f64) });
             }
         }
         // A gap and a value for an unknown step.
         points.retain(|p| !(p.runtime == "bun" && p.step == "64 conns"));
-        points.push(LadderPoint { runtime: "rust".into(), step: "nope".into(), req_per_s: 1.0 });
+        points.push(LadderPoint { runtime: "rust".into(), step: "nope".into(), value: 1.0 });
         let svg = ladder_svg(&steps, &points);
         well_formed(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
         for name in ["rust", "bun", "node &amp; co", "16 conns", "256 conns"] {
@@ -878,11 +882,11 @@ mod tests {
         let cases: Vec<(Vec<String>, Vec<LadderPoint>)> = vec![
             (Vec::new(), Vec::new()),
             (one.clone(), Vec::new()),
-            (one.clone(), vec![LadderPoint { runtime: "x".into(), step: "c1".into(), req_per_s: 0.0 }]),
-            (one, vec![LadderPoint { runtime: "y".into(), step: "c1".into(), req_per_s: f64::NAN }]),
+            (one.clone(), vec![LadderPoint { runtime: "x".into(), step: "c1".into(), value: 0.0 }]),
+            (one, vec![LadderPoint { runtime: "y".into(), step: "c1".into(), value: f64::NAN }]),
             (
                 (0..30).map(|i| format!("a long step name {i}")).collect(),
-                vec![LadderPoint { runtime: "z".into(), step: "a long step name 3".into(), req_per_s: 5.0 }],
+                vec![LadderPoint { runtime: "z".into(), step: "a long step name 3".into(), value: 5.0 }],
             ),
         ];
         for (steps, points) in cases {

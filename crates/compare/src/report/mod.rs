@@ -10,6 +10,7 @@ pub mod costs;
 pub mod html;
 pub mod lookups;
 pub mod soak;
+pub mod sweep;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -143,7 +144,10 @@ struct Flags {
 }
 
 /// The whole Markdown document. `md_path`: where it goes, so each workload's chart is linked by file name.
-pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
+pub fn render(all: &[Record], md_path: Option<&Path>) -> String {
+    // A sweep's other counts appear in its own section only; every other table reads one count per workload.
+    let headline = crate::report::sweep::headline(all);
+    let records = headline.as_slice();
     let mut out = String::new();
     let workloads = workloads(records);
     let _ =
@@ -166,6 +170,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
     let mut flags = Flags::default();
     for w in compared {
         workload_section(&mut out, records, w, md_path, &mut flags);
+        crate::report::sweep::section(&mut out, all, w, md_path);
     }
     ladder_section(&mut out, records, md_path);
     crate::report::soak::section(&mut out, records, md_path);
@@ -401,7 +406,7 @@ pub fn ladder_points(records: &[Record]) -> (Vec<String>, Vec<charts::LadderPoin
     for rung in &rungs {
         for c in summarize(records, rung.name()).iter().filter(|c| runtimes.contains(&c.runtime)) {
             if let Some(s) = c.req_per_s {
-                points.push(charts::LadderPoint { runtime: c.runtime.clone(), step: step(*rung), req_per_s: s.median });
+                points.push(charts::LadderPoint { runtime: c.runtime.clone(), step: step(*rung), value: s.median });
             }
         }
     }
@@ -469,8 +474,10 @@ pub fn print(text: &str) {
 
 /// Writes the Markdown to `md`, one SVG per workload with measured runs next to it, and the same Markdown with
 /// those SVGs inline as one self-contained HTML page (`html_path`); the Markdown.
-pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
-    let text = render(records, Some(md));
+pub fn write_outputs(all: &[Record], md: &Path) -> anyhow::Result<String> {
+    let text = render(all, Some(md));
+    let headline = crate::report::sweep::headline(all);
+    let records = headline.as_slice();
     std::fs::write(md, &text).with_context(|| format!("writing {}", md.display()))?;
     // (file name, SVG text) of every chart written, for the HTML page.
     let mut svgs: Vec<(String, String)> = Vec::new();
@@ -485,6 +492,9 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
             continue;
         }
         chart(charts::svg_path(md, &w), charts::workload_svg(&w, &bars))?;
+    }
+    for (path, svg) in crate::report::sweep::charts(all, md) {
+        chart(path, svg)?;
     }
     for (path, svg) in crate::report::capacity::charts(records, md) {
         chart(path, svg)?;

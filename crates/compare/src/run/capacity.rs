@@ -53,7 +53,7 @@ pub fn capacity_rounds(
             let mut rec = wr.record(rt, Kind::Capacity, round);
             let spec = wr.spec(rt, Purpose::Run)?;
             let tag = format!("{name}-{}-capacity-r{round}", rt.name());
-            let input = wr.run_input(rt, &spec, None, &tag);
+            let input = wr.run_input(rt, &spec, &wr.plan.load, None, &tag);
             let json = crate::run::loader::capacity_file(&jsonl, &tag);
             let dir = jsonl.parent().unwrap_or(std::path::Path::new(""));
             let steps_file = json.strip_prefix(dir).unwrap_or(&json).to_string_lossy().into_owned();

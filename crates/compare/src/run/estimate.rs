@@ -44,7 +44,8 @@ pub fn soak_samples(soak: &Soak) -> usize {
 pub fn cell_after_check(cfg: &Config) -> (usize, f64) {
     let (_, startup_s, run_s) = estimates(cfg);
     let (searches, search_s) = capacity_estimate(cfg);
-    let rounds = cfg.runs as usize * kinds(cfg);
+    // A sweep runs every round at each count.
+    let rounds = cfg.runs as usize * kinds(cfg) * cfg.connections.len().max(1);
     let steps = cfg.startup_runs as usize + rounds + searches;
     (steps, cfg.startup_runs as f64 * startup_s + rounds as f64 * run_s + searches as f64 * search_s)
 }

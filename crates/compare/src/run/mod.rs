@@ -40,6 +40,7 @@ use crate::run::rounds::run_workload;
 use crate::run::soak::soak_cells;
 use crate::run::workload_run::{LADDER_DB, WorkloadRun};
 use crate::settings::Config;
+use crate::system::open_files::{self, Raised};
 use crate::system::process::{self, check_interrupted};
 
 /// How long a server may take to its first 200 (Node with a cold disk cache and a Postgres pool).
@@ -64,6 +65,13 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     let missing = runtimes::missing_prerequisites(&cfg.workloads, &cfg.runtimes, &cfg.paths, own_pg, own_redis);
     if !missing.is_empty() {
         bail!("missing prerequisites:\n  - {}", missing.join("\n  - "));
+    }
+    let most = cfg.workloads.iter().flat_map(|w| cfg.connections.iter().copied().chain([w.connections()])).max();
+    let needed = u64::from(most.unwrap_or(0)) + open_files::HEADROOM;
+    if let Raised::From(soft, hard) = open_files::ensure(needed)? {
+        eprintln!(
+            "compare: open-file limit raised from {soft} to {hard} for every server and loader (needed {needed})"
+        );
     }
     let meta = run_meta(cfg);
     let jsonl = cfg.out_dir.join(format!("{}.jsonl", meta.run_id));
@@ -123,13 +131,23 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
             certs: certs.as_ref(),
         };
         let mut plan = Plan::new(*w, &inputs)?;
-        if let Some(c) = cfg.connections {
-            plan.load.connections = c;
-        }
+        plan.load.connections = w.headline_connections(&cfg.connections);
+        let counts = if cfg.connections.is_empty() { vec![plan.load.connections] } else { cfg.connections.clone() };
         let versions = cfg.runtimes.iter().map(|&rt| (rt, runtimes::version(rt, w.service(), &cfg.paths))).collect();
         let (meta, bench, deps, metadata, site) = (&meta, &bench, deps.as_ref(), metadata.as_ref(), site.as_ref());
-        let mut wr =
-            WorkloadRun { cfg, meta, bench, deps, metadata, site, plan, shared_db: None, floor_body: None, versions };
+        let mut wr = WorkloadRun {
+            cfg,
+            meta,
+            bench,
+            deps,
+            metadata,
+            site,
+            plan,
+            counts,
+            shared_db: None,
+            floor_body: None,
+            versions,
+        };
         if cfg.soak.is_some() {
             let valid = checked(&mut wr, &mut recorder, work.path())?;
             soaking.push((wr, valid));

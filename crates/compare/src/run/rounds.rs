@@ -4,6 +4,7 @@
 use anyhow::Context;
 
 use crate::format::num;
+use crate::plan::load_spec::LoadSpec;
 use crate::plan::runtimes::Runtime;
 use crate::records::{Kind, Record};
 use crate::run::cells;
@@ -52,13 +53,18 @@ pub fn run_workload(
     let rate = match cfg.tail_rate {
         Some(0.0) => None,
         Some(r) => Some(r),
+        // One rate for every runtime and, in a sweep, every count: tails compared at the same load.
         None => valid
             .iter()
-            .filter_map(|rt| {
-                let closed = recorder
-                    .records()
-                    .iter()
-                    .filter(|r| r.workload == name && r.runtime == rt.name() && r.kind == Kind::Closed && !r.void);
+            .flat_map(|rt| wr.counts.iter().map(move |&c| (rt, c)))
+            .filter_map(|(rt, c)| {
+                let closed = recorder.records().iter().filter(|r| {
+                    r.workload == name
+                        && r.runtime == rt.name()
+                        && r.kind == Kind::Closed
+                        && r.connections == Some(c)
+                        && !r.void
+                });
                 crate::stats::spread(closed.filter_map(|r| r.req_per_s)).map(|s| s.median)
             })
             .min_by(f64::total_cmp)
@@ -72,7 +78,8 @@ pub fn run_workload(
         // `--tail-rate 0`: the open rounds were never counted (`kinds`), so there is nothing to skip.
         None if cfg.tail_rate == Some(0.0) => {}
         None => {
-            recorder.skip(valid.len() * cfg.runs as usize, (valid.len() * cfg.runs as usize) as f64 * run_s);
+            let skipped = valid.len() * wr.counts.len() * cfg.runs as usize;
+            recorder.skip(skipped, skipped as f64 * run_s);
             if !valid.is_empty() {
                 recorder.line(&format!("{name}: no valid closed-loop run to set the open-loop rate; tails skipped"));
             }
@@ -89,7 +96,8 @@ pub fn run_workload(
     Ok(())
 }
 
-/// `cfg.runs` rounds of one kind, every valid runtime once per round, the order rotated each round.
+/// `cfg.runs` rounds of one kind, every valid runtime at every count once per round, the order rotated each
+/// round (in a sweep the counts take turns within the round, so drift over the run spreads over all of them).
 fn run_rounds(
     wr: &WorkloadRun<'_>,
     kind: Kind,
@@ -100,14 +108,22 @@ fn run_rounds(
     let cfg = wr.cfg;
     let name = wr.workload().name();
     let (_, _, run_s) = estimate::estimates(cfg);
+    let sweep = wr.counts.len() > 1;
+    let cells: Vec<(u32, Runtime)> = wr.counts.iter().flat_map(|&c| valid.iter().map(move |&rt| (c, rt))).collect();
     for round in 1..=cfg.runs {
-        for rt in rotated(valid, round as usize - 1) {
+        for (connections, rt) in rotated(&cells, round as usize - 1) {
             check_interrupted()?;
-            recorder.begin(&format!("{name} {} {} round {round}/{}", rt.name(), kind.as_str(), cfg.runs));
+            let at = if sweep { format!(" at {connections} connections") } else { String::new() };
+            recorder.begin(&format!("{name} {} {}{at} round {round}/{}", rt.name(), kind.as_str(), cfg.runs));
             let mut rec = wr.record(rt, kind, round);
             let spec = wr.spec(rt, Purpose::Run)?;
-            let tag = format!("{name}-{}-{}-r{round}", rt.name(), kind.as_str());
-            let input = wr.run_input(rt, &spec, rate, &tag);
+            let tag = if sweep {
+                format!("{name}-{}-{}-c{connections}-r{round}", rt.name(), kind.as_str())
+            } else {
+                format!("{name}-{}-{}-r{round}", rt.name(), kind.as_str())
+            };
+            let load = LoadSpec { connections, ..wr.plan.load.clone() };
+            let input = wr.run_input(rt, &spec, &load, rate, &tag);
             cells::measure_then(wr.bench, &input, &mut rec, &mut |rec| audit_writes(wr, rt, rec, 0));
             check_interrupted()?;
             recorder.end(run_s, &run_summary(&rec));

@@ -49,7 +49,7 @@ pub fn soak_cells(runs: &[(WorkloadRun<'_>, Vec<Runtime>)], soak: Soak, recorder
                     check_interrupted()?;
                     let name = wr.workload().name();
                     let tag = format!("{name}-{}-soak", rt.name());
-                    let input = wr.run_input(rt, spec, Some(soak.rate), &tag);
+                    let input = wr.run_input(rt, spec, &wr.plan.load, Some(soak.rate), &tag);
                     let make = |sample: u32| wr.record(rt, Kind::Soak, sample);
                     let (mut taken, mut acknowledged) = (0, 0);
                     let mut emit = |mut rec: Record| -> anyhow::Result<()> {

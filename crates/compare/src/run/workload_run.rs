@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use anyhow::Context;
 
 use crate::plan::dataset::MetadataData;
+use crate::plan::load_spec::LoadSpec;
 use crate::plan::runtimes::{self, Runtime, ServerEnv};
 use crate::plan::server_spec::ServerSpec;
 use crate::plan::site::Site;
@@ -38,7 +39,11 @@ pub struct WorkloadRun<'a> {
     pub metadata: Option<&'a MetadataData>,
     /// The static workload's built SPA.
     pub site: Option<&'a Site>,
+    /// Its load; `load.connections` is the headline count (checks, capacity searches, soaks).
     pub plan: Plan,
+    /// The connection counts its closed- and open-loop rounds run at: the headline count alone, or
+    /// `--connections`' sweep.
+    pub counts: Vec<u32>,
     /// notes-read: the seeded database everyone reads.
     pub shared_db: Option<String>,
     pub floor_body: Option<Vec<u8>>,
@@ -116,13 +121,21 @@ impl WorkloadRun<'_> {
         Ok(runtimes::server_spec(rt, self.workload(), &self.cfg.paths, &env))
     }
 
-    /// What one measured run (or soak) of this workload on `rt` needs besides the bench.
-    pub fn run_input<'s>(&'s self, rt: Runtime, spec: &'s ServerSpec, rate: Option<f64>, tag: &'s str) -> RunInput<'s> {
+    /// What one measured run (or soak) of this workload on `rt` needs besides the bench; `load` is the plan's
+    /// or, in a sweep, a copy at one of its counts.
+    pub fn run_input<'s>(
+        &'s self,
+        rt: Runtime,
+        spec: &'s ServerSpec,
+        load: &'s LoadSpec,
+        rate: Option<f64>,
+        tag: &'s str,
+    ) -> RunInput<'s> {
         RunInput {
             databases: self.databases(rt),
             spec,
             ready_path: &self.plan.ready_path,
-            load: &self.plan.load,
+            load,
             prime: self.plan.prime.as_ref(),
             also_ok: self.workload().also_ok(),
             rate,
