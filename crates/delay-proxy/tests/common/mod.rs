@@ -12,7 +12,8 @@ pub const IO_DEADLINE: Duration = Duration::from_secs(10);
 /// An echo server on a free loopback port: each connection's bytes come back as they arrive, and its end of
 /// stream is answered with one (a half-close, so anything still in flight is echoed first).
 pub fn echo_server() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the echo server");
+    let listener = listener();
+    listener.set_nonblocking(false).expect("blocking accepts");
     let addr = listener.local_addr().expect("echo address");
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
@@ -40,8 +41,14 @@ fn echo(mut stream: TcpStream) {
 
 /// A proxy in this process in front of `upstream`.
 pub fn proxy(upstream: SocketAddr, rtt: Duration) -> delay_proxy::Proxy {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
-    delay_proxy::spawn(listener, delay_proxy::Settings::new(upstream, rtt)).expect("start the proxy")
+    delay_proxy::spawn(listener(), delay_proxy::Settings::new(upstream, rtt)).expect("start the proxy")
+}
+
+/// A loopback listener on a free port with the backlog the binary has (std's 128 would drop the SYNs of a
+/// thousand connections opened at once, each then retried a second later).
+pub fn listener() -> TcpListener {
+    let mut listeners = serve::bind_reuseport(SocketAddr::from(([127, 0, 0, 1], 0)), 1).expect("bind 127.0.0.1:0");
+    listeners.pop().expect("one listener")
 }
 
 /// A client connection to `addr` whose reads and writes give up after [`IO_DEADLINE`].
