@@ -1,5 +1,5 @@
-//! The HTTP surface, as a per-worker tower service. GET routes answer inside `call` (no future boxed); the POST
-//! rungs read the body and so answer from a boxed future.
+//! The HTTP surface, as a per-worker tower service. GET routes answer inside `call` (no future boxed), but
+//! `/ladder/upstream`, which awaits its call; the POST rungs read the body and so answer from a boxed future.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -12,6 +12,7 @@ use serve::{Reply, Request, Response};
 
 use crate::db::{Video, VideoError, Videos};
 use crate::pg::{Item, Items, item_key};
+use crate::upstream::{CallError, Upstream};
 use crate::{Shared, catalog};
 
 const OK: &[u8] = br#"{"ok":true}"#;
@@ -24,17 +25,18 @@ enum Rung {
     Postgres,
 }
 
-/// One worker's service: the shared validator, its own SQLite connection and Postgres pool.
+/// One worker's service: the shared validator, its own SQLite connection, Postgres pool and upstream client.
 #[derive(Clone)]
 pub struct Ladder {
     shared: Arc<Shared>,
     videos: Rc<RefCell<Videos>>,
     items: Rc<Items>,
+    upstream: Rc<Upstream>,
 }
 
 impl Ladder {
-    pub fn new(shared: Arc<Shared>, videos: Videos, items: Items) -> Ladder {
-        Ladder { shared, videos: Rc::new(RefCell::new(videos)), items: Rc::new(items) }
+    pub fn new(shared: Arc<Shared>, videos: Videos, items: Items, upstream: Upstream) -> Ladder {
+        Ladder { shared, videos: Rc::new(RefCell::new(videos)), items: Rc::new(items), upstream: Rc::new(upstream) }
     }
 }
 
@@ -44,6 +46,7 @@ impl serve::Handler for Ladder {
             "/ladder/empty" => return Reply::now(read_only(req.method(), || fixed(OK))),
             "/ladder/json" => return Reply::now(read_only(req.method(), || render(&catalog::build()))),
             "/healthz" => return Reply::now(read_only(req.method(), || fixed(HEALTH_OK))),
+            "/ladder/upstream" => return self.upstream(req.method()),
             "/ladder/validate" => Rung::Validate,
             "/ladder/sqlite" => Rung::Sqlite,
             "/ladder/postgres" => Rung::Postgres,
@@ -98,6 +101,27 @@ impl Ladder {
     }
 }
 
+impl Ladder {
+    /// GET and HEAD call the upstream (HEAD too, as the other GET rungs build their bodies for HEAD).
+    fn upstream(&self, method: &Method) -> Reply {
+        if method != Method::GET && method != Method::HEAD {
+            return Reply::now(serve::method_not_allowed(HeaderValue::from_static("GET, HEAD")));
+        }
+        let upstream = self.upstream.clone();
+        Reply::later(async move {
+            match upstream.token().await {
+                Ok(token) => render(&WithToken { ok: true, token: &token }),
+                // No Retry-After: an unset URL does not come back by itself.
+                Err(CallError::NotConfigured) => {
+                    serve::error(StatusCode::SERVICE_UNAVAILABLE, "upstream not configured")
+                }
+                Err(CallError::Failed(_)) => serve::error(StatusCode::BAD_GATEWAY, "upstream failed"), // logged by Upstream
+                Err(CallError::TimedOut(_)) => serve::error(StatusCode::GATEWAY_TIMEOUT, "upstream timed out"),
+            }
+        })
+    }
+}
+
 // The bodies, field by field in the contract's order (serde keeps declaration order); serde_json escapes strings
 // exactly as JSON.stringify does for well-formed text, and prints integers the same way.
 
@@ -105,6 +129,12 @@ impl Ladder {
 struct Validated<'a> {
     ok: bool,
     id: &'a str,
+}
+
+#[derive(Serialize)]
+struct WithToken<'a> {
+    ok: bool,
+    token: &'a str,
 }
 
 #[derive(Serialize)]

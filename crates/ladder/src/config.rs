@@ -7,8 +7,8 @@ use crate::db::DbOptions;
 /// The largest request body the ladder accepts (64 KiB); larger gets 413. Also the peers' limit.
 pub const BODY_LIMIT: u64 = 64 * 1024;
 
-/// ladder-rs: the comparison ladder's four rungs (empty, validate, + SQLite, + Postgres). With no subcommand it
-/// serves; `seed` fills the Postgres table the last rung reads.
+/// ladder-rs: the comparison ladder's rungs (empty, JSON, validate, + SQLite, + Postgres) and the upstream call.
+/// With no subcommand it serves; `seed` fills the Postgres table the last rung reads.
 #[derive(Debug, Clone, clap::Parser)]
 #[command(name = "ladder-rs", version, about)]
 // The ladder's body limit is 64 KiB, not serve's 1 MiB default; `--body-limit` / LADDER_BODY_LIMIT still win.
@@ -29,6 +29,14 @@ pub struct Config {
     /// Milliseconds the Postgres step may take in all (connect, query) before the request gets 503.
     #[arg(long, env = "LADDER_PG_TIMEOUT_MS", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
     pub pg_timeout_ms: u64,
+    /// The URL `GET /ladder/upstream` calls (http only, e.g. http://127.0.0.1:3009/upstream, the upstream
+    /// service's). Unset or empty: that route answers 503.
+    #[arg(long, env = "LADDER_UPSTREAM_URL")]
+    pub upstream_url: Option<String>,
+    /// Milliseconds the whole upstream call (connect, request, answer) may take before the route answers 504.
+    #[arg(long, env = "LADDER_UPSTREAM_TIMEOUT_MS", default_value_t = 2000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub upstream_timeout_ms: u64,
     /// Milliseconds a SQLite read waits on a writer's lock before answering 503 (it blocks the worker).
     #[arg(long, env = "LADDER_BUSY_TIMEOUT_MS", default_value_t = 100)]
     pub busy_timeout_ms: u64,
@@ -49,6 +57,9 @@ pub struct Settings {
     pub db: DbOptions,
     pub postgres: Option<tokio_postgres::Config>,
     pub pg_timeout: Duration,
+    /// What `GET /ladder/upstream` calls; `None`: that route answers 503.
+    pub upstream: Option<http::Uri>,
+    pub upstream_timeout: Duration,
 }
 
 impl Config {
@@ -57,11 +68,17 @@ impl Config {
             Some(url) => Some(crate::pg::parse_database_url(url)?),
             None => None,
         };
+        let upstream = match self.upstream_url.as_deref().filter(|u| !u.is_empty()) {
+            Some(url) => Some(crate::upstream::parse_upstream_url(url)?),
+            None => None,
+        };
         Ok(Settings {
             addr: SocketAddr::new(self.hostname, self.port),
             db: DbOptions { path: self.db.clone(), busy_timeout: Duration::from_millis(self.busy_timeout_ms) },
             postgres,
             pg_timeout: Duration::from_millis(self.pg_timeout_ms),
+            upstream,
+            upstream_timeout: Duration::from_millis(self.upstream_timeout_ms),
         })
     }
 }

@@ -8,6 +8,10 @@
 //! * `POST /ladder/sqlite`: that, then read the body's video id from the `metadata-rs gen-data` SQLite file;
 //! * `POST /ladder/postgres`: that, then read one `ladder_items` row from Postgres (`ladder-rs seed` fills it).
 //!
+//! Beside the ladder, `GET /ladder/upstream` calls the upstream service (crates/upstream) over HTTP with
+//! hyper-util's pooled keep-alive client and answers its token ([`upstream`]): the request that fans out to
+//! another service, where each runtime's HTTP client is what differs.
+//!
 //! Bodies are byte-identical with the Bun and Node peers in bench/peers/ladder.
 //!
 //! Run: `metadata-rs gen-data`, `ladder-rs seed --database-url URL`, then `LADDER_DB=metadata.db
@@ -20,6 +24,8 @@ pub mod config;
 pub mod db;
 pub mod pg;
 pub mod seed;
+pub mod token;
+pub mod upstream;
 
 use std::sync::Arc;
 
@@ -39,14 +45,16 @@ impl Shared {
     }
 }
 
-/// The per-worker service factory: each worker opens its own SQLite connection and its own Postgres connection, so
-/// nothing on the request path is shared between threads but the (immutable) validator.
+/// The per-worker service factory: each worker opens its own SQLite connection, its own Postgres connection and
+/// its own upstream client pool, so nothing on the request path is shared between threads but the (immutable)
+/// validator.
 pub fn service_factory(shared: Arc<Shared>) -> impl Fn() -> serve::Handled<api::Ladder> + Send + Sync + 'static {
     move || {
         let settings = &shared.settings;
         let videos = db::Videos::new(settings.db.clone());
         let items = pg::Items::new(settings.postgres.as_ref(), settings.pg_timeout);
-        serve::Handled(api::Ladder::new(shared.clone(), videos, items))
+        let upstream = upstream::Upstream::new(settings.upstream.as_ref(), settings.upstream_timeout);
+        serve::Handled(api::Ladder::new(shared.clone(), videos, items, upstream))
     }
 }
 

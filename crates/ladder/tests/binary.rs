@@ -42,6 +42,9 @@ fn bad_config_exits_64_with_one_line() {
         (vec![("LADDER_WORKERS", "0")], vec![]),
         (vec![("LADDER_PG_TIMEOUT_MS", "0")], vec![]),
         (vec![("DATABASE_URL", "not a url")], vec![]),
+        (vec![("LADDER_UPSTREAM_URL", "https://127.0.0.1:3009/upstream")], vec![]),
+        (vec![], vec!["--upstream-url", "127.0.0.1:3009/upstream"]),
+        (vec![("LADDER_UPSTREAM_TIMEOUT_MS", "0")], vec![]),
         (vec![], vec!["--no-such-flag"]),
         (vec![], vec!["seed"]), // no DATABASE_URL
         (vec![("DATABASE_URL", "postgres://x@127.0.0.1/x")], vec!["seed", "--rows", "0"]),

@@ -1,8 +1,11 @@
 //! Shared helpers for the ladder-rs tests: a generated video dataset (metadata-rs gen-data) with a few hand-made
-//! rows for JSON edge cases, a Postgres cluster per test binary, and ladder-rs served in process.
+//! rows for JSON edge cases, a Postgres cluster per test binary, ladder-rs served in process, the upstream
+//! service in process, and a canned-answer server ([`canned`]) for upstreams that misbehave.
 
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
+
+pub mod canned;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -124,6 +127,8 @@ pub fn settings(db: &Path, database_url: Option<&str>) -> Settings {
         db: DbOptions { path: db.to_path_buf(), busy_timeout: Duration::from_millis(100) },
         postgres: database_url.map(|u| u.parse().expect("a Postgres URL")),
         pg_timeout: Duration::from_secs(2),
+        upstream: None,
+        upstream_timeout: Duration::from_secs(2),
     }
 }
 
@@ -144,6 +149,40 @@ impl TestServer {
     pub fn post(&self, target: &str, body: &str) -> Response {
         post(self.addr, target, body.as_bytes())
     }
+}
+
+testkit::in_process_server!(UpstreamServer, upstream::Settings, upstream::start);
+
+impl UpstreamServer {
+    /// The upstream service (crates/upstream) in this process, one worker, answering after `delay`.
+    pub fn start(delay: Duration) -> UpstreamServer {
+        let settings = upstream::Settings {
+            addr: "127.0.0.1:0".parse().expect("addr"),
+            delay,
+            token: upstream::DEFAULT_TOKEN.to_string(),
+        };
+        let limits = serve::Limits { workers: 1, shutdown_timeout: Duration::from_secs(1), ..Default::default() };
+        UpstreamServer::start_with_limits(settings, limits)
+    }
+
+    /// What LADDER_UPSTREAM_URL is set to.
+    pub fn url(&self) -> String {
+        format!("http://{}/upstream", self.addr)
+    }
+
+    /// (requests answered, connections accepted) from its /stats, not counting the connection this asks on.
+    pub fn stats(&self) -> (u64, u64) {
+        let res = self.get("/stats");
+        assert_eq!(res.status, 200, "upstream /stats: {}", res.text());
+        let value = res.json();
+        let count = |field: &str| value[field].as_u64().unwrap_or_else(|| panic!("{field} in {value}"));
+        (count("requests"), count("connections") - 1)
+    }
+}
+
+/// The 200 answer of `/ladder/upstream` with the upstream service's default token.
+pub fn upstream_body() -> String {
+    json!({ "ok": true, "token": upstream::DEFAULT_TOKEN }).to_string()
 }
 
 pub fn post(addr: SocketAddr, target: &str, body: &[u8]) -> Response {
