@@ -5,8 +5,11 @@
 //! `--start`, the rate doubles until a step fails, then the bracket between the highest pass and the lowest
 //! failure is bisected until it is within `--precision` percent. A step passes when it has no error of any
 //! kind (nor a status outside 2xx/3xx unless `--expect-status` says what is expected), achieved at least 95%
-//! of the rate asked, and its latency from the intended send time (corrected for coordinated omission) met
-//! the objective. A step that fails while a loader thread was over 90% busy is *loader-bound*: the loader,
+//! of the rate asked in responses per second, left no more than 1% of its sends still waiting for a
+//! connection at its end, and its latency from the intended send time met the objective. That latency is the
+//! honest one: a send that found every connection busy waited for one, and its wait counts (`open_loop`), so
+//! a rate just above the server's capacity shows as a queue that grows over the step, not as a tail that
+//! skipped the sends it could not make. A step that fails while a loader thread was over 90% busy is *loader-bound*: the loader,
 //! not the server, could not keep up, so the search stops there and says so rather than calling it the
 //! server's capacity.
 //!
@@ -28,6 +31,11 @@ use crate::settings::CapacitySettings;
 pub const SCHEMA: &str = "loadgen-capacity/1";
 /// A step must achieve this share of the rate it asked for.
 const ACHIEVED_SHARE: f64 = 0.95;
+/// A step may end with at most this share of its scheduled sends still waiting for a connection. A server
+/// keeping up leaves about none (a uniform schedule below capacity: none; a burst at the very end: a few);
+/// one falling behind by x% leaves x% of the step and its warmup, which a lenient objective (a p99 of a
+/// second) would not notice within a step.
+const UNSENT_SHARE: f64 = 0.01;
 /// No search runs more steps than this (doubling from 1 req/s to 2^30 and bisecting to 0.1% fit in it).
 const MAX_STEPS: usize = 64;
 
@@ -45,6 +53,8 @@ pub struct Step {
     pub errors: u64,
     pub non_2xx_3xx: u64,
     pub late_sends: u64,
+    /// Sends still waiting for a free connection when the step ended (never sent; their waits are in the
+    /// step's latency as lower bounds).
     pub missed_sends: u64,
     /// The busiest loader thread's share of the step, percent.
     pub loader_busy_pct: f64,
@@ -84,18 +94,29 @@ pub struct Capacity {
 }
 
 impl Capacity {
-    /// The line that ends the output: `capacity: 41250 req/s at p99 10ms`.
+    /// The line that ends the output: `capacity: 41250 req/s at p99 10ms (41236 achieved)`.
     pub fn summary(&self) -> String {
         let objective = self.objective();
+        let achieved = self.achieved_rps().map(|a| format!("{a:.0} achieved")).unwrap_or_default();
+        let and = if achieved.is_empty() { "" } else { "; " };
         match self.capacity_rps {
             None => format!("capacity: none: the objective ({objective}) failed at every rate tried"),
             Some(rps) if self.loader_bound => format!(
-                "capacity: at least {rps:.0} req/s at {objective} (loader-bound above it: add loader threads or \
-                 machines)"
+                "capacity: at least {rps:.0} req/s at {objective} ({achieved}{and}loader-bound above it: add loader \
+                 threads or machines)"
             ),
-            Some(rps) if self.reached_max => format!("capacity: at least {rps:.0} req/s at {objective} (--max)"),
-            Some(rps) => format!("capacity: {rps:.0} req/s at {objective}"),
+            Some(rps) if self.reached_max => {
+                format!("capacity: at least {rps:.0} req/s at {objective} ({achieved}{and}--max)")
+            }
+            Some(rps) if achieved.is_empty() => format!("capacity: {rps:.0} req/s at {objective}"),
+            Some(rps) => format!("capacity: {rps:.0} req/s at {objective} ({achieved})"),
         }
+    }
+
+    /// Responses per second in the step that found the capacity (what the server did at the rate asked).
+    pub fn achieved_rps(&self) -> Option<f64> {
+        let rps = self.capacity_rps?;
+        self.steps.iter().find(|s| !s.retried && s.verdict == "pass" && s.rate == rps).map(|s| s.achieved_rps)
     }
 
     fn objective(&self) -> String {
@@ -123,6 +144,10 @@ pub fn judge(report: &Report, rate: f64, search: &CapacitySettings) -> Step {
     }
     if report.req_per_s < rate * ACHIEVED_SHARE {
         why.push(format!("achieved {:.0} of {rate:.0} req/s", report.req_per_s));
+    }
+    let (unsent, scheduled) = open.map_or((0, 0), |o| (o.missed_sends, o.scheduled));
+    if unsent as f64 > scheduled as f64 * UNSENT_SHARE {
+        why.push(format!("{unsent} of {scheduled} sends still waiting for a connection at the end"));
     }
     let over = |got: u64, limit: Option<Duration>, name: &str| {
         limit
@@ -369,6 +394,15 @@ mod tests {
         assert!(short.verdict == "fail" && short.why.contains("achieved 900 of 1000"), "{short:?}");
         let errors = judge(&step_report(1000.0, 1000, 5_000, 20, 3), 1000.0, &a);
         assert!(errors.verdict == "fail" && errors.why.contains("3 errors"), "{errors:?}");
+        // Everything met, but a queue was left: 2% of the step's sends still waiting at its end.
+        let mut behind = step_report(1000.0, 1000, 5_000, 20, 0);
+        let mut few = behind.clone();
+        behind.open_loop.as_mut().expect("open loop").missed_sends = 20;
+        let behind = judge(&behind, 1000.0, &a);
+        assert!(behind.verdict == "fail" && behind.why == "20 of 1000 sends still waiting for a connection at the end");
+        assert_eq!(behind.missed_sends, 20);
+        few.open_loop.as_mut().expect("open loop").missed_sends = 10;
+        assert_eq!(judge(&few, 1000.0, &a).verdict, "pass", "1% may still wait (a burst at the end)");
         // The same shortfall with the loader's thread saturated: the loader's limit, not the server's.
         let busy = judge(&step_report(1000.0, 900, 5_000, 97, 0), 1000.0, &a);
         assert_eq!(busy.verdict, "loader-bound", "{busy:?}");
@@ -399,9 +433,26 @@ mod tests {
             steps: Vec::new(),
         };
         assert_eq!(c.summary(), "capacity: 41250 req/s at p99 10.00ms");
+        let mut found = step(41_250.0, "pass");
+        found.achieved_rps = 41_236.4;
+        let mut noisy = step(41_250.0, "fail");
+        noisy.retried = true;
+        noisy.achieved_rps = 1.0;
+        c.steps = vec![noisy, found, step(45_000.0, "fail")];
+        assert_eq!(c.achieved_rps(), Some(41_236.4));
+        assert_eq!(c.summary(), "capacity: 41250 req/s at p99 10.00ms (41236 achieved)");
+        c.reached_max = true;
+        assert_eq!(c.summary(), "capacity: at least 41250 req/s at p99 10.00ms (41236 achieved; --max)");
+        c.reached_max = false;
         c.p99_9_us = Some(50_000);
         c.loader_bound = true;
-        assert!(c.summary().starts_with("capacity: at least 41250 req/s at p99 10.00ms, p99.9 50.00ms (loader-bound"));
+        assert!(
+            c.summary().starts_with(
+                "capacity: at least 41250 req/s at p99 10.00ms, p99.9 50.00ms (41236 achieved; loader-bound"
+            ),
+            "{}",
+            c.summary()
+        );
         c.capacity_rps = None;
         assert!(c.summary().starts_with("capacity: none"));
     }

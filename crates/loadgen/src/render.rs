@@ -133,7 +133,11 @@ fn write_accounting(out: &mut String, r: &Report) -> std::fmt::Result {
             ol.scheduled
         );
         if ol.missed_sends > 0 {
-            let _ = write!(line, ", {} never sent (every connection busy)", ol.missed_sends);
+            let _ = write!(
+                line,
+                ", {} never sent (still waiting for a connection at the end; latency counts their waits)",
+                ol.missed_sends
+            );
         }
         writeln!(out, "{line}")?;
     }
@@ -442,7 +446,9 @@ mod tests {
         if let Some(ol) = &mut missed.open_loop {
             ol.missed_sends = 7;
         }
-        assert!(text(&missed, false).contains("sends late (>1 ms), 7 never sent (every connection busy)\n"));
+        assert!(text(&missed, false).contains(
+            "sends late (>1 ms), 7 never sent (still waiting for a connection at the end; latency counts their waits)\n"
+        ));
         assert!(out.contains("  Assertions: 1000 checked, 2 failed\n"), "{out}");
         assert!(out.contains("; thread 0 busy 10%\n"), "{out}");
         assert!(!out.contains("WARNING"), "{out}");

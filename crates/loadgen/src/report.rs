@@ -46,7 +46,9 @@ pub struct Report {
     pub in_flight_at_end: u64,
     pub open_loop: Option<OpenLoop>,
     pub assertions: Assertions,
-    /// Closed loop: from the write (uncorrected). Open loop: from the intended send time (corrected).
+    /// Closed loop: from the write (uncorrected). Open loop: from the intended send time (corrected), the
+    /// sends never sent included with their waits to the window's end (`open_loop.missed_sends`, lower
+    /// bounds), so `count` is responses plus those.
     pub latency: Latency,
     /// Open loop only: from the actual write.
     pub latency_from_write: Option<Latency>,
@@ -177,9 +179,11 @@ pub struct OpenLoop {
     pub achieved_rate: f64,
     /// Requests the schedule called for in the window.
     pub scheduled: u64,
-    /// Requests sent more than 1 ms after their scheduled time (a connection was busy, or the loader was).
+    /// Requests sent more than 1 ms after their scheduled time (they waited for a free connection, or the
+    /// loader was late).
     pub late_sends: u64,
-    /// Scheduled requests never sent: every connection busy and the backlog full (never sent as a burst).
+    /// Sends due (in the warmup or the window) still waiting for a free connection when the window ended, so
+    /// never sent; each one's wait to the end is in `latency` as a lower bound.
     pub missed_sends: u64,
 }
 

@@ -96,12 +96,14 @@ pub struct WorkerStats {
     pub late_sends: u64,
     /// Open loop: requests the schedule called for.
     pub scheduled: u64,
-    /// Open loop: scheduled requests never sent because every connection was busy and the backlog (one per
-    /// connection) was full. Sending them later would be a burst to catch up, which distorts the load.
+    /// Open loop: sends due (in the warmup or the window) still waiting for a free connection when the window
+    /// ended, so never sent. Each one's wait until the window's end is in `latency`, a lower bound of its
+    /// latency.
     pub missed_sends: u64,
     /// Assertions checked (on every response or every Nth).
     pub assertions_checked: u64,
-    /// Latency in µs: closed loop from the write; open loop from the intended send time.
+    /// Latency in µs: closed loop from the write; open loop from the intended send time, with the waits of
+    /// `missed_sends` (to the window's end) as lower bounds.
     pub latency: Histogram<u64>,
     /// Open loop only: latency in µs from the actual write (what a closed-loop tool would report).
     pub latency_from_write: Option<Histogram<u64>>,

@@ -245,6 +245,24 @@ impl Server {
         Server::start(move |_| Reply::hello().delayed(delay))
     }
 
+    /// A server whose capacity is known by construction: one answer per `service`, in arrival order, on a
+    /// virtual clock (each answer is due one service time after the later of its arrival and the previous
+    /// answer's due time), so it serves exactly 1/service requests per second in the long run whatever the
+    /// connections, and a late wake-up of one answer does not slow the next. Below that rate nothing queues;
+    /// above it the queue grows until every connection waits.
+    pub fn serial(service: Duration) -> Server {
+        let next_free = Arc::new(Mutex::new(Instant::now()));
+        Server::start(move |_| {
+            let due = {
+                let mut next = next_free.lock().unwrap_or_else(PoisonError::into_inner);
+                *next = (*next).max(Instant::now()) + service;
+                *next
+            };
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            Reply::hello()
+        })
+    }
+
     fn spawn(handler: Option<Handler>) -> Server {
         Server::spawn_with(handler, None)
     }
