@@ -11,6 +11,12 @@
 //                              200 {"ok":true,"id","channel","duration_s","views"}; 404 {"error":"not found"}
 //   POST /ladder/postgres      that, then ITEM_SQL with itemKey(id):
 //                              200 {…the sqlite rung's fields…,"item":{"name","score"}}; 404 {"error":"item not found"}
+//   GET|HEAD /ladder/upstream  GET LADDER_UPSTREAM_URL with the runtime's fetch (pooled, keep-alive), the whole call
+//                              under LADDER_UPSTREAM_TIMEOUT_MS, then JSON.parse(its UTF-8 body).token:
+//                              200 {"ok":true,"token":TOKEN}; 503 {"error":"upstream not configured"} (no URL);
+//                              502 {"error":"upstream failed"} (connect error, non-2xx, no redirects followed, body
+//                              over MAX_ANSWER_BYTES, not JSON, token not a well-formed string);
+//                              504 {"error":"upstream timed out"}; no Retry-After on any of them
 //   GET|HEAD /healthz          200 {"status":"ok"}
 //   a known path, other method 405 {"error":"method not allowed"}, Allow: GET, HEAD | POST
 //   anything else              404 {"error":"not found"}
@@ -22,7 +28,8 @@
 //
 // Env (the same names ladder-rs reads): LADDER_PORT (3002), LADDER_HOSTNAME (0.0.0.0), LADDER_DB
 // (metadata.db, opened read-only), DATABASE_URL (unset: the postgres rung answers 503),
-// LADDER_POOL_SIZE (10), LADDER_PG_TIMEOUT_MS (2000).
+// LADDER_POOL_SIZE (10), LADDER_PG_TIMEOUT_MS (2000), LADDER_UPSTREAM_URL (an http:// URL; unset or empty: the
+// upstream route answers 503), LADDER_UPSTREAM_TIMEOUT_MS (2000).
 import Ajv from "ajv";
 import pg from "pg";
 
@@ -33,6 +40,8 @@ export const ITEM_SQL = "SELECT name, score FROM ladder_items WHERE id = $1";
 export const PRAGMAS = Object.freeze(["PRAGMA busy_timeout = 100", "PRAGMA mmap_size = 268435456"]);
 export const RETRY_OPEN_MS = 250;
 export const CONTENT_TYPE = "application/json";
+// The largest upstream answer taken (1 MiB), as ladder-rs's MAX_ANSWER_BYTES.
+export const MAX_ANSWER_BYTES = 1024 * 1024;
 
 // The same schema as crates/ladder/src/body.rs (the cross-runtime test compares them).
 export const SCHEMA = {
@@ -90,6 +99,9 @@ const UNAVAILABLE = error(503, "database unavailable", Object.freeze({ "retry-af
 const MALFORMED = error(500, "stored video is malformed");
 const NOT_ALLOWED_READ = error(405, "method not allowed", Object.freeze({ allow: "GET, HEAD" }));
 const NOT_ALLOWED_POST = error(405, "method not allowed", Object.freeze({ allow: "POST" }));
+const UPSTREAM_NOT_CONFIGURED = error(503, "upstream not configured");
+const UPSTREAM_FAILED = error(502, "upstream failed");
+const UPSTREAM_TIMED_OUT = error(504, "upstream timed out");
 export const TOO_LARGE = error(413, `request body exceeds the limit of ${BODY_LIMIT} bytes`, Object.freeze({ connection: "close" }));
 
 const RUNGS = new Map([
@@ -125,6 +137,22 @@ export function check(bytes) {
     return { error: "invalid JSON: lone surrogate in a string" };
   }
   return { id: value.id };
+}
+
+/**
+ * The `token` of an upstream answer (bytes): UTF-8 JSON (fatal decoding, a BOM refused, as serde_json does in
+ * ladder-rs), its `token` a well-formed string; else undefined. JSON.parse keeps the last of duplicate keys;
+ * ladder-rs reads them the same way.
+ */
+export function tokenOf(bytes) {
+  let value;
+  try {
+    value = JSON.parse(DECODER.decode(bytes));
+  } catch {
+    return undefined;
+  }
+  const token = value?.token;
+  return typeof token === "string" && token.isWellFormed() ? token : undefined;
 }
 
 const isCount = (v) => v === null || (typeof v === "number" && Number.isInteger(v));
@@ -177,6 +205,36 @@ export function createApp(cfg, openSqlite, log = (msg) => console.error(msg)) {
   };
   const ITEM_QUERY = { name: "ladder-item", text: ITEM_SQL, values: [0] };
 
+  // Upstream: the runtime's own fetch and its global pool, the connection kept alive between calls.
+  let upstreamFailing = false;
+  const upstreamFailed = (answer, why) => {
+    if (!upstreamFailing) log(`ladder peer: upstream call failed (${why}); answering ${answer.status}`);
+    upstreamFailing = true;
+    return answer;
+  };
+
+  /** The upstream route's answer; never rejects. The body is read whole (a non-2xx one too, so the
+   * connection goes back to the pool), under the same deadline as the request. */
+  async function upstream() {
+    if (cfg.upstreamUrl === null) return UPSTREAM_NOT_CONFIGURED;
+    const signal = AbortSignal.timeout(cfg.upstreamTimeoutMs);
+    let token;
+    try {
+      // redirect "manual": a 3xx is an answer like any non-2xx (hyper's client follows none either).
+      const res = await fetch(cfg.upstreamUrl, { signal, redirect: "manual" });
+      const bytes = await res.arrayBuffer();
+      if (bytes.byteLength > MAX_ANSWER_BYTES) return upstreamFailed(UPSTREAM_FAILED, "answer too long");
+      if (!res.ok) return upstreamFailed(UPSTREAM_FAILED, `status ${res.status}`);
+      token = tokenOf(bytes);
+    } catch (e) {
+      return upstreamFailed(signal.aborted ? UPSTREAM_TIMED_OUT : UPSTREAM_FAILED, e && e.message);
+    }
+    if (token === undefined) return upstreamFailed(UPSTREAM_FAILED, "the answer has no string token");
+    if (upstreamFailing) log("ladder peer: upstream answers again");
+    upstreamFailing = false;
+    return json(200, JSON.stringify({ ok: true, token }));
+  }
+
   function video(id) {
     const d = db ?? tryOpen();
     if (d === null) return UNAVAILABLE;
@@ -211,8 +269,9 @@ export function createApp(cfg, openSqlite, log = (msg) => console.error(msg)) {
 
   return {
     /**
-     * Everything decided before the body is read: a response ({ status, body, headers? }), or the rung
-     * ("validate" | "sqlite" | "postgres") whose body the server reads (at most BODY_LIMIT bytes) for answer().
+     * Everything decided before the body is read: a response ({ status, body, headers? }), a promise of one
+     * (the upstream route, which reads no body), or the rung ("validate" | "sqlite" | "postgres") whose body
+     * the server reads (at most BODY_LIMIT bytes) for answer().
      */
     route(method, target, contentLength) {
       if (contentLength !== undefined && contentLength !== null && Number(contentLength) > BODY_LIMIT) return TOO_LARGE;
@@ -224,6 +283,7 @@ export function createApp(cfg, openSqlite, log = (msg) => console.error(msg)) {
       if (path === "/ladder/json") {
         return method === "GET" || method === "HEAD" ? json(200, JSON.stringify(catalog())) : NOT_ALLOWED_READ;
       }
+      if (path === "/ladder/upstream") return method === "GET" || method === "HEAD" ? upstream() : NOT_ALLOWED_READ;
       if (path === "/healthz") return method === "GET" || method === "HEAD" ? HEALTH_OK : NOT_ALLOWED_READ;
       return NOT_FOUND;
     },
@@ -250,6 +310,21 @@ export function createApp(cfg, openSqlite, log = (msg) => console.error(msg)) {
   };
 }
 
+/** LADDER_UPSTREAM_URL: null when unset or empty; an http:// URL with a host (as ladder-rs takes), else an error. */
+function upstreamUrl(raw) {
+  if (raw === undefined || raw === "") return null;
+  let url;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = null;
+  }
+  if (url === null || url.protocol !== "http:" || url.hostname === "") {
+    throw new Error(`LADDER_UPSTREAM_URL: ${JSON.stringify(raw)} is not an http:// URL with a host`);
+  }
+  return url.href;
+}
+
 /** Server settings from the environment (the same variables ladder-rs reads). */
 export function configFromEnv(env = process.env) {
   const int = (name, fallback, min, max) => {
@@ -266,5 +341,7 @@ export function configFromEnv(env = process.env) {
     databaseUrl: env.DATABASE_URL || null,
     poolSize: int("LADDER_POOL_SIZE", 10, 1, 1000),
     pgTimeoutMs: int("LADDER_PG_TIMEOUT_MS", 2000, 1, 3_600_000),
+    upstreamUrl: upstreamUrl(env.LADDER_UPSTREAM_URL),
+    upstreamTimeoutMs: int("LADDER_UPSTREAM_TIMEOUT_MS", 2000, 1, 3_600_000),
   };
 }

@@ -1,5 +1,6 @@
 // Bun peer for the ladder (crates/compare): Bun.serve around the shared handler in ladder.mjs (the same
-// code server-node.mjs runs), over bun:sqlite and pg. Routes, answers and env: see ladder.mjs.
+// code server-node.mjs runs), over bun:sqlite and pg, and Bun's fetch for the upstream route. Routes, answers
+// and env: see ladder.mjs.
 //   LADDER_DB=/tmp/metadata.db DATABASE_URL=postgres://postgres@127.0.0.1:5432/ladder \
 //     bun run bench/peers/ladder/server-bun.ts
 // PEER_PROCESSES (1: one process; N > 1: N processes on the port with reusePort, see ../processes.mjs).
@@ -56,11 +57,14 @@ async function readBody(req: Request): Promise<Uint8Array | null> {
   return out;
 }
 
-// Not async: the GET routes and refusals answer without a promise, as ladder-rs answers them without a future.
+// Not async: the GET routes and refusals answer without a promise, as ladder-rs answers them without a future
+// (but the upstream route, which awaits its call in both).
 function onRequest(req: Request): Response | Promise<Response> {
   const routed = app.route(req.method, targetOfUrl(req.url), req.headers.get("content-length"));
-  if (typeof routed !== "string") return bunResponse(routed, CONTENT_TYPE);
-  return climb(routed, req);
+  if (typeof routed === "string") return climb(routed, req);
+  // The upstream route: a promise of the answer.
+  if (typeof routed.then === "function") return routed.then((r: object) => bunResponse(r, CONTENT_TYPE));
+  return bunResponse(routed, CONTENT_TYPE);
 }
 
 const server = bunServe(cfg, reusePort, onRequest, bunTls(tls));

@@ -1,5 +1,6 @@
 // Node peer for the ladder (crates/compare): node:http around the shared handler in ladder.mjs (the same
-// code server-bun.ts runs), over node:sqlite (DatabaseSync) and pg. Routes, answers and env: see ladder.mjs.
+// code server-bun.ts runs), over node:sqlite (DatabaseSync) and pg, and the global fetch (undici) for the
+// upstream route. Routes, answers and env: see ladder.mjs.
 //   LADDER_DB=/tmp/metadata.db DATABASE_URL=postgres://postgres@127.0.0.1:5432/ladder \
 //     node --disable-warning=ExperimentalWarning bench/peers/ladder/server-node.mjs
 // PEER_PROCESSES (1: one process; N > 1: a node:cluster primary and N workers, see ../processes.mjs).
@@ -31,7 +32,9 @@ function onRequest(req, res) {
   const routed = app.route(req.method, req.url, req.headers["content-length"]);
   if (typeof routed !== "string") {
     req.resume(); // drain whatever body came along
-    nodeSend(res, routed, CONTENT_TYPE);
+    // The upstream route answers with a promise (which never rejects).
+    if (typeof routed.then === "function") routed.then((r) => nodeSend(res, r, CONTENT_TYPE));
+    else nodeSend(res, routed, CONTENT_TYPE);
     return;
   }
   const chunks = [];

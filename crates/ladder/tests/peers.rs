@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{ABSENT_ID, Dataset, EDGE_ROWS, MALFORMED_ID, Response, body, request, send_raw};
+use common::canned::{Canned, response};
+use common::{ABSENT_ID, Dataset, EDGE_ROWS, MALFORMED_ID, Response, UpstreamServer, body, request, send_raw};
 use serde_json::json;
 use testkit::process::{Guard, wait_for_exit};
 use testkit::wait::eventually;
@@ -51,12 +52,13 @@ struct Runtime {
 
 /// Starts one runtime with the ladder's env and waits until /healthz answers.
 fn start(name: &'static str, db: &Path, database_url: &str) -> Runtime {
-    start_with(name, db, database_url, None)
+    start_with(name, db, database_url, None, &[])
 }
 
 /// [`start`], serving HTTPS with `tls` (its certificate files and the client that trusts them) when given:
-/// ladder-rs reads `LADDER_TLS_CERT`/`LADDER_TLS_KEY`, the peers `TLS_CERT`/`TLS_KEY`.
-fn start_with(name: &'static str, db: &Path, database_url: &str, tls: Option<&Tls>) -> Runtime {
+/// ladder-rs reads `LADDER_TLS_CERT`/`LADDER_TLS_KEY`, the peers `TLS_CERT`/`TLS_KEY`; `env` is set on top
+/// (the upstream's URL and timeout, which every runtime reads under the same names).
+fn start_with(name: &'static str, db: &Path, database_url: &str, tls: Option<&Tls>, env: &[(&str, &str)]) -> Runtime {
     let port = testkit::free_port();
     let script = |file: &str| peers_dir().join("ladder").join(file);
     let mut cmd = match name {
@@ -80,6 +82,7 @@ fn start_with(name: &'static str, db: &Path, database_url: &str, tls: Option<&Tl
         .env("LADDER_WORKERS", "1")
         .env("LADDER_DB", db)
         .env("DATABASE_URL", database_url)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -187,6 +190,11 @@ fn bun_and_node_answer_byte_for_byte_like_ladder_rs() {
         probe("GET", "/ladder/validate", None),
         probe("PUT", "/ladder/sqlite", Some(b"{}".to_vec())),
         probe("GET", "/ladder/postgres", None),
+        // No LADDER_UPSTREAM_URL here: 503 everywhere, without Retry-After.
+        probe("GET", "/ladder/upstream", None),
+        probe("HEAD", "/ladder/upstream", None),
+        probe("POST", "/ladder/upstream", Some(b"{}".to_vec())),
+        probe("GET", "/ladder/upstream/", None),
     ];
     let mut ids: Vec<String> = data.sample_ids().into_iter().take(8).collect();
     ids.extend(EDGE_ROWS.iter().map(|r| r.0.to_string()));
@@ -230,6 +238,7 @@ fn bun_and_node_answer_byte_for_byte_like_ladder_rs() {
     // unknown.
     assert_eq!(answered("/ladder/json", 200) + answered("/ladder/json?x=1", 200), 3, "rust's statuses: {statuses:?}");
     assert_eq!(answered("/ladder/json", 405) + answered("/ladder/json/", 404), 3);
+    assert_eq!(answered("/ladder/upstream", 503) + answered("/ladder/upstream", 405), 3);
     // 8 samples and 4 edge rows found, the absent id and the malformed row not; every bad body refused.
     assert_eq!(answered("/ladder/postgres", 200), 12, "rust's statuses: {statuses:?}");
     assert_eq!(answered("/ladder/sqlite", 404) + answered("/ladder/postgres", 404), 2);
@@ -285,7 +294,7 @@ fn over_tls_the_peers_answer_and_negotiate_like_ladder_rs() {
     common::seed(&url, 1000);
     let tls = Tls::new();
     let runtimes: Vec<Runtime> =
-        ["rust", "bun", "node"].into_iter().map(|n| start_with(n, &data.db(), &url, Some(&tls))).collect();
+        ["rust", "bun", "node"].into_iter().map(|n| start_with(n, &data.db(), &url, Some(&tls), &[])).collect();
     let id = data.sample_ids().remove(0);
     let sqlite =
         format!("POST /ladder/sqlite HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{}", body(&id).len(), body(&id));
@@ -331,7 +340,11 @@ fn peers_fail_like_ladder_rs_without_their_databases() {
     let dir = tempfile::tempdir().expect("dir");
     let missing = dir.path().join("missing.db");
     let nowhere = format!("postgres://postgres@127.0.0.1:{}/ladder", testkit::free_port());
-    let runtimes: Vec<Runtime> = ["rust", "bun", "node"].into_iter().map(|n| start(n, &missing, &nowhere)).collect();
+    // Nothing listens on the upstream's port either.
+    let no_upstream = format!("http://127.0.0.1:{}/upstream", testkit::free_port());
+    let env = [("LADDER_UPSTREAM_URL", no_upstream.as_str())];
+    let runtimes: Vec<Runtime> =
+        ["rust", "bun", "node"].into_iter().map(|n| start_with(n, &missing, &nowhere, None, &env)).collect();
     let probes = vec![
         probe("GET", "/ladder/empty", None),
         probe("GET", "/ladder/json", None),
@@ -339,8 +352,9 @@ fn peers_fail_like_ladder_rs_without_their_databases() {
         probe("POST", "/ladder/sqlite", Some(body("abc").into_bytes())),
         probe("POST", "/ladder/postgres", Some(body("abc").into_bytes())),
         status_only("/ladder/sqlite", b"{}"),
+        probe("GET", "/ladder/upstream", None),
     ];
-    assert_eq!(compare(&runtimes, &probes), [200, 200, 200, 503, 503, 400]);
+    assert_eq!(compare(&runtimes, &probes), [200, 200, 200, 503, 503, 400, 502]);
     let res = send(runtimes[0].addr, &probes[3]);
     assert_eq!((res.status, res.header("retry-after")), (503, Some("1")));
     for runtime in runtimes {
@@ -368,4 +382,141 @@ fn the_peers_schema_is_ladder_rs_schema() {
     let keys: Vec<i64> =
         ["dQw4w9WgXcQ", "a", &"z".repeat(32)].iter().map(|id| i64::from(ladder::pg::item_key(id))).collect();
     assert_eq!(got["keys"], json!(keys));
+}
+
+/// The upstream route: each runtime calls its own upstream service (crates/upstream, in this process) and
+/// answers rust's bytes, then makes 100 calls one after another; the upstream's /stats says how many
+/// connections each runtime's client opened for them (kept alive: one). Then all three call one canned server
+/// whose answer changes: each failure is the same 502 or 504 everywhere.
+#[test]
+fn the_peers_call_the_upstream_like_ladder_rs() {
+    require_peers();
+    let dir = tempfile::tempdir().expect("dir");
+    let (missing, nowhere) =
+        (dir.path().join("missing.db"), format!("postgres://postgres@127.0.0.1:{}/x", testkit::free_port()));
+    let names = ["rust", "bun", "node"];
+    let upstreams: Vec<UpstreamServer> = names.iter().map(|_| UpstreamServer::start(Duration::ZERO)).collect();
+    let runtimes: Vec<Runtime> = names
+        .iter()
+        .zip(&upstreams)
+        .map(|(name, upstream)| {
+            let env = [("LADDER_UPSTREAM_URL", upstream.url()), ("LADDER_UPSTREAM_TIMEOUT_MS", "2000".to_string())];
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            start_with(name, &missing, &nowhere, None, &env)
+        })
+        .collect();
+    let probes = vec![
+        probe("GET", "/ladder/upstream", None),
+        probe("GET", "/ladder/upstream?x=1", None),
+        probe("HEAD", "/ladder/upstream", None),
+    ];
+    assert_eq!(compare(&runtimes, &probes), [200, 200, 200]);
+    assert_eq!(send(runtimes[0].addr, &probes[0]).text(), common::upstream_body());
+
+    let mut figures = Vec::new();
+    for (runtime, upstream) in runtimes.iter().zip(&upstreams) {
+        let before = upstream.stats();
+        for i in 0..100 {
+            let res = send(runtime.addr, &probes[0]);
+            assert_eq!(res.status, 200, "{} call {i}: {}", runtime.name, res.text());
+        }
+        let after = upstream.stats();
+        // The /stats request before was on a connection of its own, counted in `after`.
+        let (requests, connections) = (after.0 - before.0, after.1 - before.1 - 1);
+        figures.push(format!(
+            "{}: {requests} calls on {connections} new upstream connections ({} in all)",
+            runtime.name,
+            after.1 - 1
+        ));
+        assert_eq!(requests, 100, "{}: every call reached the upstream", runtime.name);
+    }
+    eprintln!("keep-alive: {}", figures.join("; "));
+    for (runtime, upstream) in runtimes.iter().zip(&upstreams) {
+        let (_, connections) = upstream.stats();
+        // stats() has been asked twice before on connections of its own.
+        let opened = connections - 2;
+        assert!(
+            opened <= 3,
+            "{} opened {opened} upstream connections for 103 calls: its client does not keep them alive ({})",
+            runtime.name,
+            figures.join("; ")
+        );
+    }
+    for runtime in runtimes {
+        runtime.stop();
+    }
+
+    // One canned server behind all three, its answer changed between probes.
+    let canned = Canned::start(None);
+    let env = [("LADDER_UPSTREAM_URL", canned.url()), ("LADDER_UPSTREAM_TIMEOUT_MS", "300".to_string())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let runtimes: Vec<Runtime> = names.into_iter().map(|n| start_with(n, &missing, &nowhere, None, &env)).collect();
+    let get = [probe("GET", "/ladder/upstream", None)];
+    for (what, answer, status) in [
+        (
+            "a good answer",
+            Some(response("200 OK", r#"{"token":"a \"quoted\" \u00e9 token","token":"last é 😀"}"#)),
+            200,
+        ),
+        ("500 with a token", Some(response("500 Internal Server Error", r#"{"token":"t"}"#)), 502),
+        ("302 with a token", Some(response("302 Found", r#"{"token":"t"}"#)), 502),
+        ("not JSON", Some(response("200 OK", "<html>token</html>")), 502),
+        ("no token", Some(response("200 OK", r#"{"service":"upstream"}"#)), 502),
+        ("a number token", Some(response("200 OK", r#"{"token":7}"#)), 502),
+        ("an array", Some(response("200 OK", r#"["token"]"#)), 502),
+        ("a lone surrogate", Some(response("200 OK", r#"{"token":"\ud800"}"#)), 502),
+        ("a BOM", Some(response("200 OK", "\u{feff}{\"token\":\"t\"}")), 502),
+        ("a body cut short", Some(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{\"token\":\"t\"}".to_vec()), 502),
+        ("silence", None, 504),
+    ] {
+        canned.set(answer);
+        let statuses = std::panic::catch_unwind(|| compare(&runtimes, &get));
+        assert_eq!(statuses.unwrap_or_else(|_| panic!("{what}: the runtimes differ (above)")), [status], "{what}");
+    }
+    for runtime in runtimes {
+        runtime.stop();
+    }
+}
+
+/// A bad upstream setting stops each peer before it listens, one line and exit 64, as ladder-rs does
+/// (tests/binary.rs).
+#[test]
+fn the_peers_refuse_bad_upstream_settings() {
+    require_peers();
+    for (var, value) in [
+        ("LADDER_UPSTREAM_URL", "https://127.0.0.1:3009/upstream"),
+        ("LADDER_UPSTREAM_URL", "127.0.0.1:3009/upstream"),
+        ("LADDER_UPSTREAM_TIMEOUT_MS", "0"),
+    ] {
+        for runtime in ["bun", "node"] {
+            let script =
+                peers_dir().join("ladder").join(if runtime == "bun" { "server-bun.ts" } else { "server-node.mjs" });
+            let mut cmd = if runtime == "bun" { Command::new(bun()) } else { Command::new(node()) };
+            if runtime == "bun" {
+                cmd.arg("run");
+            } else {
+                cmd.arg("--disable-warning=ExperimentalWarning");
+            }
+            let child = cmd
+                .arg(script)
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("LADDER_PORT", "0")
+                .env(var, value)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn");
+            let mut child = Guard(child);
+            let status = wait_for_exit(&mut child.0, Duration::from_secs(10)).expect("the peer exits");
+            let mut stderr = String::new();
+            if let Some(err) = child.0.stderr.as_mut() {
+                let _ = std::io::Read::read_to_string(err, &mut stderr);
+            }
+            assert_eq!(status.code(), Some(64), "{runtime} {var}={value}: {stderr:?}");
+            assert_eq!(stderr.lines().count(), 1, "{runtime} {var}={value}: one line, got {stderr:?}");
+            assert!(stderr.contains(var), "{runtime}: {stderr:?}");
+        }
+    }
 }
