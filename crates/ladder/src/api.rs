@@ -1,5 +1,10 @@
 //! The HTTP surface, as a per-worker tower service. GET routes answer inside `call` (no future boxed), but
 //! `/ladder/upstream`, which awaits its call; the POST rungs read the body and so answer from a boxed future.
+//!
+//! `GET|HEAD /ladder/upstream` ([`crate::upstream`]): 200 `{"ok":true,"token":…}`; 503 `{"error":"upstream not
+//! configured"}` without a URL; 502 `{"error":"upstream failed"}` for a refused connection, a non-2xx answer, or
+//! one without a string `token`; 504 `{"error":"upstream timed out"}` past the timeout. No Retry-After on any;
+//! the same bytes as the peers (bench/peers/ladder/ladder.mjs), which tests/peers.rs checks.
 
 use std::cell::RefCell;
 use std::rc::Rc;
