@@ -103,6 +103,21 @@ pub struct CapacityFound {
     pub steps_file: String,
 }
 
+/// A cache's lookups over a window (Redis's keyspace_hits and keyspace_misses, which count every GET).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CacheSeen {
+    pub hits: u64,
+    pub misses: u64,
+}
+
+impl CacheSeen {
+    /// Hits per lookup, in percent; `None` without a lookup.
+    pub fn hit_pct(self) -> Option<f64> {
+        let all = self.hits + self.misses;
+        (all > 0).then(|| 100.0 * self.hits as f64 / all as f64)
+    }
+}
+
 /// What a TLS run's handshakes negotiated and how many there were, as loadgen counted them: each map holds
 /// one key when every handshake agreed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -191,6 +206,9 @@ pub struct Record {
     pub postgres_cpu_us_per_resp: Option<f64>,
     #[serde(default)]
     pub redis_cpu_us_per_resp: Option<f64>,
+    /// The same for compare's upstream service, on the upstream workloads: reported, charged to no runtime.
+    #[serde(default)]
+    pub upstream_cpu_us_per_resp: Option<f64>,
     /// Closed loop with the server cores under 90% busy: the loader, not the server, set the req/s.
     pub loader_bound: Option<bool>,
     pub loader_cpu_us_per_resp: Option<f64>,
@@ -217,6 +235,9 @@ pub struct Record {
     /// TLS runs: what was negotiated, and the handshakes. Absent in older records.
     #[serde(default)]
     pub tls: Option<TlsSeen>,
+    /// metadata-cached: Redis lookups that hit and missed over the window. Absent elsewhere.
+    #[serde(default)]
+    pub cache: Option<CacheSeen>,
     pub void: bool,
     pub void_reason: Option<String>,
 }
@@ -261,6 +282,7 @@ impl Record {
             server_kernel_pct: None,
             postgres_cpu_us_per_resp: None,
             redis_cpu_us_per_resp: None,
+            upstream_cpu_us_per_resp: None,
             loader_bound: None,
             loader_cpu_us_per_resp: None,
             rss_idle_kib: None,
@@ -272,6 +294,7 @@ impl Record {
             lookups: None,
             connections_opened: None,
             tls: None,
+            cache: None,
             void: false,
             void_reason: None,
         }

@@ -51,6 +51,7 @@ fn run_with_databases(spec: &ServerSpec, logdir: &std::path::Path, databases: Ve
         rate: None,
         tag: "run",
         databases,
+        cache_url: None,
     };
     let mut rec = record(&spec.name, Kind::Closed);
     cells::measure(&bench, &input, &mut rec);

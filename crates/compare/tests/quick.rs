@@ -81,6 +81,21 @@ fn quick_comparison_of_every_workload() {
         let stored = r.stored.filter(|s| s.rows == s.history_rows);
         assert_eq!(r.workload == "notes-write", stored.is_some(), "{r:?}");
     }
+    // metadata-cached: every runtime's window found the working set its warmup cached (only absent ids miss),
+    // within the report's 5 points of rust's; the upstream workloads: the upstream's CPU beside the server's.
+    let hit_pct = |rt: &str| {
+        let of = recs.iter().find(|r| r.kind == Kind::Closed && r.workload == "metadata-cached" && r.runtime == rt);
+        of.and_then(|r| r.cache).and_then(records::CacheSeen::hit_pct)
+    };
+    let rust = hit_pct("rust").expect("rust's hit ratio");
+    assert!(rust > 50.0, "rust's hit ratio {rust}");
+    for runtime in ["bun", "node"] {
+        let pct = hit_pct(runtime).expect("a hit ratio");
+        assert!((pct - rust).abs() <= 5.0, "{runtime} {pct} against rust's {rust}");
+    }
+    for r in recs.iter().filter(|r| r.kind == Kind::Closed && r.workload.starts_with("upstream")) {
+        assert!(r.upstream_cpu_us_per_resp.is_some_and(|us| us > 0.0), "{r:?}");
+    }
     for runtime in ["rust", "bun", "node"] {
         let lookups = recs.iter().filter(|r| r.kind == Kind::Lookups && r.runtime == runtime);
         assert_eq!(lookups.filter(|r| !r.void && r.lookups.is_some()).count(), 1, "{runtime} DB-only run");

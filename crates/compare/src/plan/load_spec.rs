@@ -24,6 +24,9 @@ pub struct LoadSpec {
     pub tls: Option<ClientTls>,
     /// Close and reconnect after this many requests (`--requests-per-conn`); None: keep-alive.
     pub requests_per_conn: Option<u32>,
+    /// How `vars` values are picked: at random (seeded, the same sequence on every runtime), or in order
+    /// (`round_robin`), each list walking on by one per request.
+    pub round_robin: bool,
 }
 
 impl LoadSpec {
@@ -41,6 +44,7 @@ impl LoadSpec {
             expect_headers: Vec::new(),
             tls: None,
             requests_per_conn: None,
+            round_robin: false,
         }
     }
 
@@ -61,7 +65,8 @@ impl LoadSpec {
         let url = if self.vars.is_empty() {
             format!("{scheme}://127.0.0.1:{port}{}", self.path)
         } else {
-            push(&["--path", &self.path, "--pick", "random", "--seed", "1"]);
+            let pick = if self.round_robin { "round-robin" } else { "random" };
+            push(&["--path", &self.path, "--pick", pick, "--seed", "1"]);
             for v in &self.vars {
                 push(&["--var", v]);
             }

@@ -170,6 +170,11 @@ impl Paths {
         self.bin_dir.join("loadgen")
     }
 
+    /// The service the upstream workloads' handlers call (crates/upstream).
+    pub fn upstream(&self) -> PathBuf {
+        self.bin_dir.join("upstream")
+    }
+
     pub fn rust_bin(&self, service: Service) -> PathBuf {
         self.bin_dir.join(match service {
             Service::Flight => "flight-rs",
@@ -233,6 +238,8 @@ pub struct ServerEnv {
     pub dist_path: Option<PathBuf>,
     /// Serve HTTPS with this certificate and key (the TLS workloads).
     pub tls: Option<certs::Files>,
+    /// The URL of compare's upstream service the upstream workloads' handlers GET.
+    pub upstream_url: Option<String>,
 }
 
 /// How to start `runtime` for `workload`. `{port}` in arguments and env values is replaced by the port.
@@ -265,12 +272,18 @@ pub fn server_spec(runtime: Runtime, workload: Workload, paths: &Paths, env: &Se
             if let Some(url) = &env.database_url {
                 spec.env.push(("DATABASE_URL".into(), url.clone()));
             }
+            if let Some(url) = &env.upstream_url {
+                spec.env.push(("LADDER_UPSTREAM_URL".into(), url.clone()));
+            }
         }
         (_, Service::Metadata) => {
             launch.peer_or_rust(&mut spec, "METADATA", "metadata/server-bun.ts", "metadata/server-node.mjs");
             spec.env.extend(listen_env("METADATA_PORT", "METADATA_HOSTNAME"));
             if let Some(db) = &env.metadata_db {
                 spec.env.push(("METADATA_DB".into(), db.to_string_lossy().into_owned()));
+            }
+            if let (true, Some(url)) = (workload.caches_metadata(), &env.redis_url) {
+                spec.env.push(("METADATA_REDIS_URL".into(), url.clone()));
             }
         }
     }
@@ -456,13 +469,13 @@ fn scribe_spec(spec: &mut ServerSpec, launch: &Launch<'_>) {
     }
 }
 
-/// Whether `runtime` keeps state in Redis on `workload`: Flight's sessions (flight-node in every mode), and
-/// the production profile's sessions, rate limit and cache everywhere.
+/// Whether `runtime` keeps state in Redis on `workload`: Flight's sessions (flight-node in every mode), the
+/// production profile's sessions, rate limit and cache everywhere, and metadata-cached's cache-aside.
 pub fn uses_redis(runtime: Runtime, workload: Workload) -> bool {
-    workload.service() == Service::Flight
-        && (runtime == Runtime::FlightNode
-            || (workload.flight_profile() == Some(FlightProfile::Production)
-                && matches!(runtime, Runtime::Rust | Runtime::Bun | Runtime::Node)))
+    let ports = matches!(runtime, Runtime::Rust | Runtime::Bun | Runtime::Node);
+    (workload.service() == Service::Flight
+        && (runtime == Runtime::FlightNode || (workload.flight_profile() == Some(FlightProfile::Production) && ports)))
+        || (workload.caches_metadata() && ports)
 }
 
 /// The built SPA's folder, under the variable every Flight runtime reads.
@@ -472,7 +485,7 @@ fn dist_env(env: &ServerEnv) -> Option<(String, String)> {
 
 /// `url` on Redis database `index`: the production cells each get their own, so no runtime's check or run
 /// is answered from another's cache (the keys are the same on every runtime).
-fn redis_db(url: &str, index: u8) -> String {
+pub fn redis_db(url: &str, index: u8) -> String {
     let rest = url.strip_prefix("redis://").unwrap_or(url);
     format!("redis://{}/{index}", rest.split('/').next().unwrap_or(rest))
 }
@@ -566,6 +579,9 @@ pub fn missing_prerequisites(
             }
         }
     }
+    if workloads.iter().any(|w| w.upstream_delay().is_some()) && !paths.upstream().is_file() {
+        missing.push(format!("{} not found: {setup} (cargo build --release -p upstream)", paths.upstream().display()));
+    }
     let ladder_bin = paths.rust_bin(Service::Ladder);
     if workloads.contains(&Workload::LadderPostgres) && !runtimes.contains(&Runtime::Rust) && !ladder_bin.is_file() {
         missing.push(format!("{} (it seeds the ladder's table) not found: {setup}", ladder_bin.display()));
@@ -578,9 +594,13 @@ pub fn missing_prerequisites(
                  pass --database-url"
             ));
         }
-        if own_redis && !on_path("redis-server") && !Path::new("/usr/bin/redis-server").is_file() {
-            missing.push(format!("redis-server not found for the notes workloads: {hint}, or pass --redis-url"));
-        }
+    }
+    let needs_redis = workloads.iter().any(|w| w.queries_postgres() || w.caches_metadata());
+    if needs_redis && own_redis && !on_path("redis-server") && !Path::new("/usr/bin/redis-server").is_file() {
+        let hint = "run `bash scripts/install-test-deps.sh`";
+        missing.push(format!(
+            "redis-server not found for the notes and metadata-cached workloads: {hint}, or pass --redis-url"
+        ));
     }
     missing
 }

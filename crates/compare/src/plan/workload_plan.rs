@@ -71,12 +71,14 @@ impl Plan {
             Workload::NotesRead => Plan::notes_read(workload, inputs.seed_notes),
             Workload::NotesWrite => Plan::notes_write(workload, inputs.dir)?,
             Workload::Metadata => Plan::metadata(workload, metadata()?),
+            Workload::MetadataCached => Plan::metadata_cached(workload, metadata()?, inputs.dir)?,
             Workload::LadderEmpty
             | Workload::LadderValidate
             | Workload::LadderSqlite
             | Workload::LadderPostgres
             | Workload::LadderTls => Plan::ladder(workload, metadata()?, inputs.dir)?,
             Workload::JsonTls => Plan::json_tls(workload),
+            Workload::Upstream | Workload::UpstreamSlow => Plan::upstream(workload),
         };
         let connecting = workload.connecting();
         plan.load.requests_per_conn = connecting.requests_per_conn;
@@ -208,6 +210,20 @@ impl Plan {
         Plan { load, workload, ready_path: HEALTHZ.into(), probes, primary: 0, prime: None, tls: None }
     }
 
+    /// GET /ladder/upstream: the handler fetches compare's upstream service and answers its token; every
+    /// answer is rust's bytes (the token is the run's).
+    pub fn upstream(workload: Workload) -> Plan {
+        let path = "/ladder/upstream";
+        let probes = vec![
+            Probe::get("upstream", path),
+            Probe { method: "POST", ..Probe::get("POST upstream", path) },
+            Probe::get("healthz", HEALTHZ),
+        ];
+        let mut load = LoadSpec::get(path, workload.connections());
+        load.expect_status = vec![200];
+        Plan { load, workload, ready_path: HEALTHZ.into(), probes, primary: 0, prime: None, tls: None }
+    }
+
     /// Reads of a database seeded with `seeded` notes (ids 1..=seeded).
     pub fn notes_read(workload: Workload, seeded: u32) -> Plan {
         let mut probes = vec![
@@ -287,6 +303,28 @@ impl Plan {
         load.expect_status.extend_from_slice(workload.also_ok());
         let ready_path = format!("/v1/metadata/{first}?region=en");
         Plan { load, workload, ready_path, probes, primary: 0, prime: None, tls: None }
+    }
+}
+
+/// metadata-cached's working set: the first this many sample ids, each with one region.
+pub const CACHED_IDS: usize = 500;
+
+impl Plan {
+    /// metadata's probes with its cache on, and a load that walks a working set of [`CACHED_IDS`] sample ids
+    /// in order (id i with region i mod 5: as many keys as ids), so any warmup of that many requests leaves
+    /// every key cached and the window's hit ratio is the share of present ids on every runtime, however fast.
+    /// At random over metadata's 50,000 keys the share still unseen after the warmup would depend on the
+    /// runtime's speed, and so would its hit ratio.
+    pub fn metadata_cached(workload: Workload, data: &MetadataData, dir: &Path) -> anyhow::Result<Plan> {
+        let mut plan = Plan::metadata(workload, data);
+        let ids = std::fs::read_to_string(&data.ids).with_context(|| format!("reading {}", data.ids.display()))?;
+        let hot: Vec<&str> = ids.lines().filter(|l| !l.trim().is_empty()).take(CACHED_IDS).collect();
+        let file = dir.join("metadata-cached-ids.txt");
+        std::fs::write(&file, hot.join("\n") + "\n").with_context(|| format!("writing {}", file.display()))?;
+        let regions = metadata_dataset::REGIONS.join(",");
+        plan.load.vars = vec![format!("id=@{}", file.display()), format!("region={regions}")];
+        plan.load.round_robin = true;
+        Ok(plan)
     }
 }
 

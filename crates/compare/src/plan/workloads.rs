@@ -60,6 +60,12 @@ pub enum Workload {
     HelloResume,
     /// Plaintext hello-bare, each connection closed after 10 requests (HttpArena's limited-conn).
     HelloChurn,
+    /// metadata with its Redis cache-aside on, on every runtime.
+    MetadataCached,
+    /// A ladder route that GETs compare's upstream service (answering at once) and returns a field of it.
+    Upstream,
+    /// The same with the upstream answering after 10 ms.
+    UpstreamSlow,
 }
 
 /// How a workload's load connects: cleartext or TLS, and how long a connection lives.
@@ -79,7 +85,7 @@ impl Connecting {
 
 impl Workload {
     /// Every workload, in the order `all` gives and the report lists them.
-    pub const ALL: [Workload; 17] = [
+    pub const ALL: [Workload; 20] = [
         Workload::HelloBare,
         Workload::HelloDefault,
         Workload::HelloProduction,
@@ -97,6 +103,9 @@ impl Workload {
         Workload::HelloHandshake,
         Workload::HelloResume,
         Workload::HelloChurn,
+        Workload::MetadataCached,
+        Workload::Upstream,
+        Workload::UpstreamSlow,
     ];
 
     /// The ladder's rungs in the order its table and chart draw them: each of the first four adds per-request
@@ -129,6 +138,9 @@ impl Workload {
             Workload::HelloHandshake => "hello-handshake",
             Workload::HelloResume => "hello-resume",
             Workload::HelloChurn => "hello-churn",
+            Workload::MetadataCached => "metadata-cached",
+            Workload::Upstream => "upstream",
+            Workload::UpstreamSlow => "upstream-10ms",
         }
     }
 
@@ -147,7 +159,8 @@ impl Workload {
             | Workload::HelloResume
             | Workload::HelloChurn => Service::Flight,
             Workload::NotesRead | Workload::NotesWrite => Service::Scribe,
-            Workload::Metadata => Service::Metadata,
+            Workload::Metadata | Workload::MetadataCached => Service::Metadata,
+            Workload::Upstream | Workload::UpstreamSlow => Service::Ladder,
             Workload::LadderEmpty
             | Workload::LadderValidate
             | Workload::LadderSqlite
@@ -178,7 +191,7 @@ impl Workload {
     pub fn connections(self) -> u32 {
         match self {
             Workload::NotesWrite => 50,
-            Workload::Metadata => 128,
+            Workload::Metadata | Workload::MetadataCached => 128,
             _ => 100,
         }
     }
@@ -211,7 +224,7 @@ impl Workload {
 
     /// Statuses outside 2xx that are answers, not failures (metadata's absent sample ids).
     pub fn also_ok(self) -> &'static [u16] {
-        if self == Workload::Metadata { &[404] } else { &[] }
+        if self.service() == Service::Metadata { &[404] } else { &[] }
     }
 
     /// Compare content types without parameters: the Scribe peers send express's `; charset=utf-8` and the
@@ -233,6 +246,7 @@ impl Workload {
         match self {
             Workload::LadderTls => Some("sqlite"),
             Workload::JsonTls => Some("json"),
+            Workload::Upstream | Workload::UpstreamSlow => Some("upstream"),
             _ => self.rung(),
         }
     }
@@ -255,6 +269,21 @@ impl Workload {
     /// Whether its servers read the generated metadata dataset (the ladder's SQLite rung reads it too).
     pub fn needs_metadata_dataset(self) -> bool {
         matches!(self.service(), Service::Metadata | Service::Ladder)
+    }
+
+    /// How long compare's upstream service waits before it answers, on the workloads whose handler calls it.
+    pub fn upstream_delay(self) -> Option<std::time::Duration> {
+        match self {
+            Workload::Upstream => Some(std::time::Duration::ZERO),
+            Workload::UpstreamSlow => Some(std::time::Duration::from_millis(10)),
+            _ => None,
+        }
+    }
+
+    /// Whether the metadata servers run their Redis cache-aside (each runtime on a Redis database of its own,
+    /// emptied before every server start, so every run starts cold and fills its own cache).
+    pub fn caches_metadata(self) -> bool {
+        self == Workload::MetadataCached
     }
 
     /// Whether it serves the built SPA.
@@ -329,6 +358,22 @@ impl Workload {
             Workload::HelloChurn => {
                 "hello-bare's route in cleartext, each connection closed by the client after 10 requests: a TCP \
                  accept and close every tenth answer on every runtime."
+            }
+            Workload::MetadataCached => {
+                "every runtime runs metadata's lookup behind the same cache-aside in Redis: GET \
+                 metadata:v1:<region>:<id> first, a hit answers the stored bytes, a miss reads SQLite, answers and \
+                 stores a 200 body with SET EX 60 without the answer waiting (rust: redis-rs through \
+                 bounded-redis; bun and node: node-redis 6.3.1), every command under a 50 ms deadline. Each \
+                 runtime has its own Redis database, emptied before each server starts, so every run fills its \
+                 own cache in its warmup; the table says each runtime's hit ratio in the window, and a run whose \
+                 ratio is more than 5 points from rust's in the same round is void."
+            }
+            Workload::Upstream | Workload::UpstreamSlow => {
+                "every runtime's handler GETs compare's upstream service (a 1,024-byte JSON document, answered \
+                 at once on upstream, after 10 ms on upstream-10ms) with its platform's pooled keep-alive client \
+                 (rust: hyper-util's legacy Client; bun: fetch; node: fetch, undici), parses it and answers \
+                 {\"ok\":true,\"token\":…}. The upstream runs on the database cores; its CPU is reported per \
+                 response and charged to no runtime."
             }
             _ => return None,
         })

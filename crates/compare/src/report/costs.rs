@@ -1,7 +1,8 @@
 //! Where each response's CPU goes, per workload: the server tree's user and kernel time, and the PostgreSQL
 //! and Redis compare started, each per response over the same closed-loop windows. A server that moves work
 //! into its database (or answers from a cache the others do not have) looks cheap in CPU-µs/resp alone; the
-//! total is what a machine pays for the response.
+//! total is what a machine pays for the response. compare's upstream service (the upstream workloads) stands
+//! for another team's service: its CPU is shown beside the total, never in it.
 
 use std::fmt::Write as _;
 
@@ -32,18 +33,28 @@ pub fn table(out: &mut String, records: &[Record], workload: &str) {
         return;
     }
     let with_dbs = ok.iter().any(|r| r.postgres_cpu_us_per_resp.is_some() || r.redis_cpu_us_per_resp.is_some());
+    let with_upstream = ok.iter().any(|r| r.upstream_cpu_us_per_resp.is_some());
     let _ = writeln!(
         out,
         "\nWhere the CPU goes (closed loop, CPU-µs per response, medians): the server's process tree in user \
          space and in the kernel{}.\n",
         if with_dbs { ", and the PostgreSQL and Redis compare started, over the same windows" } else { "" }
     );
+    if with_upstream {
+        out.push_str(
+            "The upstream column is compare's upstream service answering the handlers' calls: reported, not in the \
+             total.\n\n",
+        );
+    }
     let has_rust = ok.iter().any(|r| r.runtime == "rust");
     let mut head = vec!["runtime", "server user", "server kernel", "kernel share"];
     if with_dbs {
         head.extend(["PostgreSQL", "Redis"]);
     }
     head.extend(["total", "total ÷ rust"]);
+    if with_upstream {
+        head.push("upstream");
+    }
     let mut table = Table::new(head);
     for rt in ordered(ok.iter().map(|r| r.runtime.as_str())) {
         let of: Vec<&&Record> = ok.iter().filter(|r| r.runtime == rt).collect();
@@ -65,6 +76,9 @@ pub fn table(out: &mut String, records: &[Record], workload: &str) {
             row.extend([median(|r| r.postgres_cpu_us_per_resp, 2), median(|r| r.redis_cpu_us_per_resp, 2)]);
         }
         row.extend([median(total_us, 2), ratio]);
+        if with_upstream {
+            row.push(median(|r| r.upstream_cpu_us_per_resp, 2));
+        }
         table.row(&row);
     }
     out.push_str(&table.finish());
@@ -108,5 +122,10 @@ mod tests {
         let mut none = String::new();
         table(&mut none, &[old], "notes-read");
         assert!(none.is_empty(), "records without the split get no table");
+        let mut calling = rec("rust", 1, 8.0, 50.0, None);
+        calling.upstream_cpu_us_per_resp = Some(3.0);
+        let mut out = String::new();
+        table(&mut out, &[calling], "notes-read");
+        assert!(out.contains("| rust | 4.00 | 4.00 | 50% | 8.00 | — | 3.00 |"), "{out}");
     }
 }

@@ -3,6 +3,7 @@
 //! are medians of per-round ratios (both runs in the same interleaved round), which travel across machines
 //! better than absolute figures.
 
+pub mod cache;
 pub mod capacity;
 pub mod charts;
 pub mod connections;
@@ -144,7 +145,15 @@ struct Flags {
 }
 
 /// The whole Markdown document. `md_path`: where it goes, so each workload's chart is linked by file name.
-pub fn render(all: &[Record], md_path: Option<&Path>) -> String {
+/// The records as the report reads them: with the rules that judge one record by another applied (a cached
+/// run whose hit ratio is far from rust's is void), so a re-render of an old file judges it the same way.
+pub fn judged(records: &[Record]) -> Vec<Record> {
+    crate::report::cache::void_mismatched(records)
+}
+
+pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
+    let judged = judged(records);
+    let all = judged.as_slice();
     // A sweep's other counts appear in its own section only; every other table reads one count per workload.
     let headline = crate::report::sweep::headline(all);
     let records = headline.as_slice();
@@ -233,6 +242,7 @@ fn workload_section(out: &mut String, records: &[Record], w: &str, md_path: Opti
     }
     out.push_str(&closed_table(records, w, &summary, flags));
     crate::report::costs::table(out, records, w);
+    crate::report::cache::table(out, records, w);
     crate::report::connections::table(out, records, w);
     open_table(out, &summary);
     crate::report::capacity::table(out, records, w, md_path);
@@ -474,8 +484,10 @@ pub fn print(text: &str) {
 
 /// Writes the Markdown to `md`, one SVG per workload with measured runs next to it, and the same Markdown with
 /// those SVGs inline as one self-contained HTML page (`html_path`); the Markdown.
-pub fn write_outputs(all: &[Record], md: &Path) -> anyhow::Result<String> {
-    let text = render(all, Some(md));
+pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
+    let text = render(records, Some(md));
+    let judged = judged(records);
+    let all = judged.as_slice();
     let headline = crate::report::sweep::headline(all);
     let records = headline.as_slice();
     std::fs::write(md, &text).with_context(|| format!("writing {}", md.display()))?;

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use crate::plan::load_spec::LoadSpec;
 use crate::plan::probe::{self, Outcome, Probe};
 use crate::plan::server_spec::ServerSpec;
-use crate::records::{CapacityFound, Kind, LatencyUs, Record, TlsSeen};
+use crate::records::{CacheSeen, CapacityFound, Kind, LatencyUs, Record, TlsSeen};
 use crate::run::bench::{Bench, LOADER_BOUND_PCT};
 use crate::run::deps::Database;
 use crate::run::loader;
@@ -125,9 +125,11 @@ pub struct RunInput<'a> {
     pub rate: Option<f64>,
     /// Names this run's files in the log dir.
     pub tag: &'a str,
-    /// The database servers compare started that this server uses: their CPU is measured around each
-    /// window, and one that exits voids the run.
+    /// The servers compare started that this server uses (databases, the upstream service): their CPU is
+    /// measured around each window, and one that exits voids the run.
     pub databases: Vec<Database>,
+    /// metadata-cached: the Redis whose keyspace hits and misses over the window give the hit ratio.
+    pub cache_url: Option<String>,
 }
 
 /// One measured run on a fresh server: idle RSS, priming, a discarded warmup, then the measured loadgen run
@@ -360,9 +362,15 @@ fn window(
     let loader_ticks0 = procfs::core_ticks(loader_cores)?;
     let ticks0 = procfs::core_ticks(server_cores)?;
     let db_cpu0: Vec<procfs::TreeCpu> = input.databases.iter().map(|d| procfs::tree_cpu(d.pid)).collect();
+    let keyspace = || input.cache_url.as_deref().map(crate::system::redis::keyspace).transpose();
+    let keyspace0 = keyspace()?;
     let cpu0 = server.pid().map(procfs::tree_cpu);
     let run = loader::run(bench, server.port, input.load, duration, input.rate, tag)?;
     let cpu1 = server.pid().map(procfs::tree_cpu);
+    let keyspace1 = keyspace()?;
+    if let (Some(a), Some(b)) = (keyspace0, keyspace1) {
+        rec.cache = Some(CacheSeen { hits: b.hits.saturating_sub(a.hits), misses: b.misses.saturating_sub(a.misses) });
+    }
     let ticks1 = procfs::core_ticks(server_cores)?;
     let loader_ticks1 = procfs::core_ticks(loader_cores)?;
     let db_cpu1: Vec<procfs::TreeCpu> = input.databases.iter().map(|d| procfs::tree_cpu(d.pid)).collect();
@@ -407,6 +415,7 @@ fn window(
                 match d.name {
                     "postgres" => rec.postgres_cpu_us_per_resp = us,
                     "redis" => rec.redis_cpu_us_per_resp = us,
+                    "upstream" => rec.upstream_cpu_us_per_resp = us,
                     _ => {}
                 }
             }

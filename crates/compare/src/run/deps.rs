@@ -51,27 +51,10 @@ pub struct Deps {
 
 /// Why the Redis at `url` is not usable now (no PONG to a PING within 2 s), or `None` when it answers.
 pub fn redis_unanswered(url: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    use std::net::{TcpStream, ToSocketAddrs};
-    let within = std::time::Duration::from_secs(2);
-    let Some((host, port)) = crate::plan::runtimes::redis_host_port(url) else {
-        return Some(format!("Redis URL {url:?} has no host:port"));
-    };
-    let ask = || -> std::io::Result<Vec<u8>> {
-        let addr = (host.as_str(), port).to_socket_addrs()?.next().ok_or(std::io::ErrorKind::AddrNotAvailable)?;
-        let mut conn = TcpStream::connect_timeout(&addr, within)?;
-        conn.set_read_timeout(Some(within))?;
-        conn.set_write_timeout(Some(within))?;
-        conn.write_all(b"PING\r\n")?;
-        let mut reply = vec![0; 64];
-        let n = conn.read(&mut reply)?;
-        reply.truncate(n);
-        Ok(reply)
-    };
-    match ask() {
-        Ok(reply) if reply.starts_with(b"+PONG") => None,
-        Ok(reply) => Some(format!("Redis at {host}:{port} answered PING with {:?}", String::from_utf8_lossy(&reply))),
-        Err(e) => Some(format!("Redis at {host}:{port} did not answer PING within 2 s: {e}")),
+    match crate::system::redis::command(url, &["PING"]) {
+        Ok(reply) if reply == b"PONG" => None,
+        Ok(reply) => Some(format!("Redis at {url} answered PING with {:?}", String::from_utf8_lossy(&reply))),
+        Err(e) => Some(format!("Redis at {url} did not answer PING within 2 s: {}", e.root_cause())),
     }
 }
 

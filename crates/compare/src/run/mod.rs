@@ -18,6 +18,7 @@ pub mod seeds;
 pub mod server;
 pub mod soak;
 pub mod stored;
+pub mod upstream;
 pub mod workload_run;
 
 use std::path::PathBuf;
@@ -133,6 +134,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
         let mut plan = Plan::new(*w, &inputs)?;
         plan.load.connections = w.headline_connections(&cfg.connections);
         let counts = if cfg.connections.is_empty() { vec![plan.load.connections] } else { cfg.connections.clone() };
+        // Started for this workload at its delay, stopped with it (its `Server` drops with `wr`).
+        let upstream = w.upstream_delay().map(|delay| upstream::start(cfg, &bench, delay)).transpose()?;
         let versions = cfg.runtimes.iter().map(|&rt| (rt, runtimes::version(rt, w.service(), &cfg.paths))).collect();
         let (meta, bench, deps, metadata, site) = (&meta, &bench, deps.as_ref(), metadata.as_ref(), site.as_ref());
         let mut wr = WorkloadRun {
@@ -147,6 +150,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
             shared_db: None,
             floor_body: None,
             versions,
+            upstream,
         };
         if cfg.soak.is_some() {
             let valid = checked(&mut wr, &mut recorder, work.path())?;
@@ -257,6 +261,7 @@ fn seed_ladder(paths: &runtimes::Paths, url: &str) -> anyhow::Result<()> {
 
 /// Cells that failed their check, and measured cells without a single valid closed-loop run.
 pub fn problems(records: &[Record]) -> Vec<String> {
+    let records = &report::judged(records);
     let mut out = Vec::new();
     for w in report::workloads(records) {
         for cell in report::summarize(records, &w) {

@@ -25,7 +25,7 @@ const READY_POLL: Duration = Duration::from_micros(500);
 /// Variables in compare's own environment that would change what a server does (a Redis URL, a worker
 /// count, a debug filter, Node flags): never passed on.
 fn scrubbed(key: &str) -> bool {
-    ["FLIGHT_", "SCRIBE_", "METADATA_", "LADDER_", "PEER_", "COMPARE_"].iter().any(|p| key.starts_with(p))
+    ["FLIGHT_", "SCRIBE_", "METADATA_", "LADDER_", "UPSTREAM_", "PEER_", "COMPARE_"].iter().any(|p| key.starts_with(p))
         || ["DATABASE_URL", "REDIS_URL", "RUST_LOG", "NODE_OPTIONS", "NODE_ENV", "PORT", "HOSTNAME"].contains(&key)
         || ["TLS_CERT", "TLS_KEY", "TLS_RESUME"].contains(&key)
 }

@@ -17,10 +17,13 @@ use crate::records::{Kind, Record, RunMeta};
 use crate::run::bench::Bench;
 use crate::run::cells::RunInput;
 use crate::run::deps::{Database, Deps};
+use crate::run::server::Server;
 use crate::settings::Config;
 
 /// The database ladder-postgres reads, seeded by `ladder-rs seed`.
 pub const LADDER_DB: &str = "compare_ladder";
+/// metadata-cached's Redis database index (the production Flight cells use 1 to 3).
+const CACHE_DB: u8 = 4;
 
 /// Why a server is being started: notes-write gives checks and runs a fresh database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +51,8 @@ pub struct WorkloadRun<'a> {
     pub shared_db: Option<String>,
     pub floor_body: Option<Vec<u8>>,
     pub versions: HashMap<Runtime, Option<String>>,
+    /// The upstream workloads: compare's upstream service, started for this workload, stopped with it.
+    pub upstream: Option<Server>,
 }
 
 impl WorkloadRun<'_> {
@@ -72,13 +77,22 @@ impl WorkloadRun<'_> {
                 env.redis_url = Some(deps.redis_url());
             }
             Service::Flight => {}
-            Service::Metadata => env.metadata_db = self.metadata.map(|m| m.db.clone()),
+            Service::Metadata => {
+                env.metadata_db = self.metadata.map(|m| m.db.clone());
+                if self.workload().caches_metadata() && runtimes::uses_redis(rt, self.workload()) {
+                    let url = self.cache_url().context("metadata-cached needs Redis")?;
+                    // Every server starts on an empty cache and fills its own in its warmup.
+                    crate::system::redis::command(&url, &["FLUSHDB"])?;
+                    env.redis_url = Some(url);
+                }
+            }
             Service::Ladder => {
                 env.metadata_db = self.metadata.map(|m| m.db.clone());
                 // Every rung gets the database (a server must start whatever its rung), seeded once.
                 if let Some(deps) = self.deps {
                     env.database_url = Some(deps.database_url(LADDER_DB)?);
                 }
+                env.upstream_url = self.upstream.as_ref().map(crate::run::upstream::url);
             }
             Service::Scribe => {
                 let deps = self.deps.context("the notes workloads need PostgreSQL and Redis")?;
@@ -99,8 +113,14 @@ impl WorkloadRun<'_> {
         Ok(env)
     }
 
-    /// The databases compare started that `rt`'s server uses on this workload (as `server_env` hands them
-    /// out): measured around its windows.
+    /// metadata-cached's Redis database (its own index, so no other workload's keys share it).
+    pub fn cache_url(&self) -> Option<String> {
+        let deps = self.deps?;
+        self.workload().caches_metadata().then(|| runtimes::redis_db(&deps.redis_url(), CACHE_DB))
+    }
+
+    /// The servers compare started that `rt`'s server uses on this workload (as `server_env` hands them
+    /// out): the databases and the upstream service, measured around its windows.
     pub fn databases(&self, rt: Runtime) -> Vec<Database> {
         let w = self.workload();
         // The floor answers from memory and a target is not handed our databases.
@@ -113,7 +133,12 @@ impl WorkloadRun<'_> {
             "redis" => w.service() == Service::Scribe || runtimes::uses_redis(rt, w),
             _ => false,
         };
-        self.deps.map(|d| d.started().into_iter().filter(uses).collect()).unwrap_or_default()
+        let mut started: Vec<Database> =
+            self.deps.map(|d| d.started().into_iter().filter(uses).collect()).unwrap_or_default();
+        if let Some(pid) = self.upstream.as_ref().and_then(Server::pid) {
+            started.push(Database { name: "upstream", pid });
+        }
+        started
     }
 
     pub fn spec(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<ServerSpec> {
@@ -136,6 +161,7 @@ impl WorkloadRun<'_> {
             spec,
             ready_path: &self.plan.ready_path,
             load,
+            cache_url: self.cache_url().filter(|_| runtimes::uses_redis(rt, self.workload())),
             prime: self.plan.prime.as_ref(),
             also_ok: self.workload().also_ok(),
             rate,
