@@ -439,6 +439,16 @@ mod tests {
         assert_eq!((Workload::JsonTls.ladder_route(), Workload::JsonTls.rung()), (Some("json"), None));
         assert_eq!(Workload::HelloChurn.flight_profile(), Some(FlightProfile::Bare));
         assert!(Workload::ALL.iter().all(|w| w.one_body_under_load()
-            != matches!(w, Workload::Json2k | Workload::Static | Workload::NotesWrite | Workload::Metadata)));
+            != matches!(
+                w,
+                Workload::Json2k
+                    | Workload::Static
+                    | Workload::NotesWrite
+                    | Workload::Metadata
+                    | Workload::MetadataCached
+            )));
+        assert_eq!(Workload::Upstream.ladder_route(), Some("upstream"));
+        assert_eq!(Workload::UpstreamSlow.upstream_delay(), Some(std::time::Duration::from_millis(10)));
+        assert!(Workload::MetadataCached.caches_metadata() && Workload::MetadataCached.also_ok() == [404]);
     }
 }
