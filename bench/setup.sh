@@ -51,7 +51,7 @@ fi
 
 # 3. The Rust servers, load generator and compare (target/release/…, or under
 # $CARGO_TARGET_DIR when set). cargo itself decides whether anything changed, so this is cheap when up to date.
-echo "setup: cargo build --release -p flight -p loadgen -p scribe -p metadata -p ladder -p compare"
-(cd "$repo" && cargo build --release -p flight -p loadgen -p scribe -p metadata -p ladder -p compare)
+echo "setup: cargo build --release -p flight -p loadgen -p scribe -p metadata -p ladder -p compare -p upstream -p delay-proxy"
+(cd "$repo" && cargo build --release -p flight -p loadgen -p scribe -p metadata -p ladder -p compare -p upstream -p delay-proxy)
 
 echo "setup: ok (bun $("$bun_bin" --version), node $("$node_bin" --version), $(wrk --version 2>&1 | head -n1 | cut -d' ' -f1-2))"

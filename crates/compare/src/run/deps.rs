@@ -28,10 +28,11 @@ pub struct DepsOptions {
     pub redis_url: Option<String>,
 }
 
-/// A database server compare started, whose process tree a run measures and watches.
+/// A server compare started that the measured servers use (a database, or the upstream service), whose
+/// process tree a run measures and watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Database {
-    /// `postgres` or `redis`.
+    /// `postgres`, `redis` or `upstream`.
     pub name: &'static str,
     /// The root of its process tree (the postmaster, redis-server).
     pub pid: u32,
