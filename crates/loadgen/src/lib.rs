@@ -13,10 +13,12 @@
 //! ```
 
 // From the top down: `cli` (clap) parses flags into `settings`, plain values that nothing below `cli` needs clap
-// for; `capacity` searches by repeating runs; `run` starts the workers and follows them (`per_second`); `worker` is
-// one thread's event loop on an `engine` (`uring` or `epoll`, either under `tls`, configured by `tls_config`, which
-// gives each worker its `session_store`, and says what each `handshake` negotiated), sending what `source` renders
-// at the pace of `rate`, parsing with `http1` and checking `assertions`; `stats` is what a worker counts, `report`
+// for; `capacity` searches by repeating runs; `run` makes room for the connections (`open_files`), starts the workers
+// and follows them (`per_second`); `worker` is one thread's event loop on an `engine` (`uring` or `epoll`, either
+// under `tls`, configured by `tls_config`, which gives each worker its `session_store`, and says what each
+// `handshake` negotiated) over its connection slots (`conn`), sending what `source` renders at the pace of `rate`
+// (`open_loop` keeps the schedule, the sends waiting and the free connections), parsing with `http1` and checking
+// `assertions`; `stats` is what a worker counts, `report`
 // what a run adds up to, `render` its text, `merge` several reports in one. Imports only point down this order, so
 // each module can be read (and tested) without the ones above it.
 
@@ -30,6 +32,7 @@ mod handshake;
 pub mod http1;
 pub mod log_chart;
 pub mod merge;
+mod open_files;
 mod open_loop;
 mod per_second;
 pub mod rate;

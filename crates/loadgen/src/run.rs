@@ -14,7 +14,7 @@ use crate::stats::WorkerStats;
 use crate::tls::Tls;
 use crate::tls_config::{self, TlsClient};
 use crate::worker::{self, Plan, Shared, Tick};
-use crate::{epoll, per_second, request_log, source, uring};
+use crate::{epoll, open_files, per_second, request_log, source, uring};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -50,6 +50,7 @@ pub fn run(settings: &RunSettings, command: Vec<String>) -> Result<Report, RunEr
         None => None,
     };
     let threads = thread_count(settings);
+    make_room_for_connections(settings.connections, threads)?;
     check_reachable(settings)?;
     // A log that cannot be written fails now, not after the run.
     if let Some(log) = &settings.output.request_log {
@@ -107,6 +108,20 @@ fn thread_count(settings: &RunSettings) -> usize {
         return connections;
     }
     threads
+}
+
+/// Raises the open-file limit when the connections need it (said on stderr: it happens once per process, as
+/// the limit stays raised for every later run of a capacity search); a hard limit too low is bad input.
+fn make_room_for_connections(connections: usize, threads: usize) -> Result<(), RunError> {
+    let needed = open_files::needed(connections, threads);
+    match open_files::ensure(needed, connections).map_err(RunError::Input)? {
+        open_files::Outcome::Enough => {}
+        open_files::Outcome::Raised { from, to } => eprintln!(
+            "loadgen: raised the open-file limit (RLIMIT_NOFILE) from {from} to {to} for {connections} \
+             connections (about {needed} files)"
+        ),
+    }
+    Ok(())
 }
 
 /// Fail fast and clearly when nothing listens, instead of a run full of connect errors.

@@ -611,8 +611,14 @@ impl Exit {
 
 /// Runs the loadgen binary (killed, and the test failed, after 20 s).
 pub fn loadgen_bin(list: &[&str]) -> Exit {
+    run_command(testkit::workspace::binary("loadgen"), list)
+}
+
+/// Runs `program` (killed, and the test failed, after 20 s): the loadgen binary, or a shell that sets limits
+/// before it execs loadgen.
+pub fn run_command(program: impl AsRef<std::ffi::OsStr>, list: &[&str]) -> Exit {
     let started = Instant::now();
-    let mut child = Command::new(testkit::workspace::binary("loadgen"))
+    let mut child = Command::new(program)
         .args(list)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
