@@ -79,6 +79,12 @@ pub struct RunArgs {
     /// closed-loop req/s].
     #[arg(long, env = "COMPARE_TAIL_RATE", display_order = 11)]
     pub tail_rate: Option<f64>,
+    /// Put this round trip (half each way) between the servers and PostgreSQL and Redis, through a delay
+    /// proxy on the database cores, on the workloads that query a database (ladder-postgres, notes-read,
+    /// notes-write, metadata-cached). A list (`1ms,10ms,40ms`) runs every round at each value, interleaved;
+    /// `0ms` is the proxy without delay [default: no proxy].
+    #[arg(long, env = "COMPARE_DB_RTT", value_delimiter = ',', value_name = "RTT[,RTT...]", display_order = 7)]
+    pub db_rtt: Vec<String>,
     /// Use this PostgreSQL (its databases named compare_* are created and dropped) instead of starting one.
     #[arg(long, env = "COMPARE_DATABASE_URL", display_order = 13)]
     pub database_url: Option<String>,
@@ -157,6 +163,17 @@ impl RunArgs {
         let warmup = parse_dur("warmup", m.warmup)?;
         let request_timeout = parse_dur("request-timeout", &self.request_timeout)?;
         let connections = connection_counts(&self.connections)?;
+        let mut db_rtt: Vec<Duration> = Vec::new();
+        for raw in &self.db_rtt {
+            let rtt = parse_dur("db-rtt", raw)?;
+            if db_rtt.contains(&rtt) {
+                bail!("--db-rtt lists {raw} twice");
+            }
+            if rtt > Duration::from_secs(1) {
+                bail!("--db-rtt {raw}: at most 1s (a round trip that long times out the servers' database calls)");
+            }
+            db_rtt.push(rtt);
+        }
         if self.tail_rate.is_some_and(|rate| !rate.is_finite() || rate < 0.0) {
             bail!("--tail-rate must be a non-negative number");
         }
@@ -194,6 +211,7 @@ impl RunArgs {
             startup_runs: self.startup_runs.unwrap_or(if q { 2 } else { 15 }),
             tail_rate: self.tail_rate,
             database_url: self.database_url.clone(),
+            db_rtt,
             redis_url: self.redis_url.clone(),
             rows,
             seed_notes: self.seed_notes,
@@ -321,6 +339,9 @@ mod tests {
         assert!(parse(&["--connections", "16,64,16"]).is_err());
         assert!(parse(&["--connections", "16,x"]).is_err());
         assert!(parse(&["--soak", "1h", "--connections", "16,64"]).is_err());
+        assert!(parse(&["--db-rtt", "10ms,10ms"]).is_err());
+        assert!(parse(&["--db-rtt", "soon"]).is_err());
+        assert!(parse(&["--db-rtt", "2s"]).is_err());
     }
 
     #[test]
@@ -329,6 +350,9 @@ mod tests {
         assert_eq!(parse(&["--connections", "32"]).expect("one").connections, [32]);
         let c = parse(&["--connections", "16,64,256,512,1024"]).expect("sweep");
         assert_eq!(c.connections, [16, 64, 256, 512, 1024]);
+        let ms = Duration::from_millis;
+        assert_eq!(parse(&["--db-rtt", "0ms,1ms,10ms,40ms"]).expect("rtts").db_rtt, [ms(0), ms(1), ms(10), ms(40)]);
+        assert!(parse(&[]).expect("defaults").db_rtt.is_empty());
     }
 
     #[test]

@@ -103,6 +103,16 @@ pub struct CapacityFound {
     pub steps_file: String,
 }
 
+/// A server's database connections for a workload's queries, across all its processes: how many, and
+/// whether one connection carries many queries at once (pipelined) or one at a time. Without pipelining a
+/// request holds a connection for its round trips, so connections ÷ (round trip × round trips per request)
+/// bounds req/s whatever the runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DbPool {
+    pub connections: u32,
+    pub pipelined: bool,
+}
+
 /// A cache's lookups over a window (Redis's keyspace_hits and keyspace_misses, which count every GET).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CacheSeen {
@@ -238,6 +248,17 @@ pub struct Record {
     /// metadata-cached: Redis lookups that hit and missed over the window. Absent elsewhere.
     #[serde(default)]
     pub cache: Option<CacheSeen>,
+    /// `--db-rtt`: the round trip the delay proxies added between the server and its databases, ms; null
+    /// straight to them. Absent in older records.
+    #[serde(default)]
+    pub db_rtt_ms: Option<f64>,
+    /// The delay proxies' CPU over the window, per response (charged to no runtime).
+    #[serde(default)]
+    pub db_proxy_cpu_us_per_resp: Option<f64>,
+    /// The database connections the server holds for this workload's queries, on workloads that wait on a
+    /// database. Absent elsewhere.
+    #[serde(default)]
+    pub db_pool: Option<DbPool>,
     pub void: bool,
     pub void_reason: Option<String>,
 }
@@ -295,6 +316,9 @@ impl Record {
             connections_opened: None,
             tls: None,
             cache: None,
+            db_rtt_ms: None,
+            db_proxy_cpu_us_per_resp: None,
+            db_pool: None,
             void: false,
             void_reason: None,
         }

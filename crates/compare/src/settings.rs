@@ -50,6 +50,9 @@ pub struct Config {
     pub tail_rate: Option<f64>,
     pub out_dir: PathBuf,
     pub database_url: Option<String>,
+    /// `--db-rtt`: the round trips a delay proxy adds between the servers and their databases, each a cell of
+    /// the workloads that query one; empty: no proxy.
+    pub db_rtt: Vec<Duration>,
     pub redis_url: Option<String>,
     pub rows: u64,
     pub seed_notes: u32,

@@ -13,6 +13,7 @@ use anyhow::bail;
 use crate::plan::server_spec::ServerSpec;
 use crate::plan::target::{Target, TargetKind};
 use crate::plan::workloads::{FlightProfile, Service, Workload};
+use crate::records::DbPool;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Runtime {
@@ -170,6 +171,11 @@ impl Paths {
         self.bin_dir.join("loadgen")
     }
 
+    /// The proxy `--db-rtt` puts between the servers and their databases (crates/delay-proxy).
+    pub fn delay_proxy(&self) -> PathBuf {
+        self.bin_dir.join("delay-proxy")
+    }
+
     /// The service the upstream workloads' handlers call (crates/upstream).
     pub fn upstream(&self) -> PathBuf {
         self.bin_dir.join("upstream")
@@ -268,6 +274,9 @@ pub fn server_spec(runtime: Runtime, workload: Workload, paths: &Paths, env: &Se
             spec.env.extend(listen_env("LADDER_PORT", "LADDER_HOSTNAME"));
             if let Some(db) = &env.metadata_db {
                 spec.env.push(("LADDER_DB".into(), db.to_string_lossy().into_owned()));
+            }
+            if runtime != Runtime::Rust {
+                spec.env.push(("LADDER_POOL_SIZE".into(), PEER_PG_POOL.to_string()));
             }
             if let Some(url) = &env.database_url {
                 spec.env.push(("DATABASE_URL".into(), url.clone()));
@@ -459,6 +468,10 @@ fn scribe_spec(spec: &mut ServerSpec, launch: &Launch<'_>) {
         let shipped = matches!(runtime, Runtime::BunShipped | Runtime::NodeShipped);
         spec.env = launch.js_env();
         spec.env.push(("SCRIBE_VARIANT".into(), if shipped { "shipped" } else { "fixed" }.into()));
+        spec.env.push(("SCRIBE_APP_DB_POOL".into(), PEER_PG_POOL.to_string()));
+    }
+    if runtime == Runtime::Rust {
+        spec.env.push(("SCRIBE_APP_POOL_SIZE".into(), SCRIBE_RS_POOL.to_string()));
     }
     spec.env.extend(listen_env("SCRIBE_APP_PORT", "SCRIBE_APP_HOST"));
     if let Some(url) = &env.database_url {
@@ -467,6 +480,32 @@ fn scribe_spec(spec: &mut ServerSpec, launch: &Launch<'_>) {
     if let Some(url) = &env.redis_url {
         spec.env.push(("REDIS_URL".into(), url.clone()));
     }
+}
+
+/// The JS peers' `pg` Pool size per process (LADDER_POOL_SIZE, SCRIBE_APP_DB_POOL; their defaults, set
+/// anyway so the record says what ran).
+const PEER_PG_POOL: u32 = 10;
+/// scribe-rs's deadpool per worker for writes (SCRIBE_APP_POOL_SIZE, its default); its reads, like
+/// ladder-rs's, go through pg-reader's one pipelined connection per worker.
+const SCRIBE_RS_POOL: u32 = 16;
+
+/// The database connections `runtime`'s servers hold for `workload`'s queries across `processes` processes,
+/// on a workload that waits on a database; `None` for the floor and targets (unknown).
+pub fn database_pool(runtime: Runtime, workload: Workload, processes: usize) -> Option<DbPool> {
+    if !workload.waits_on_database() || matches!(runtime, Runtime::Floor | Runtime::Target(_)) {
+        return None;
+    }
+    let n = processes.max(1) as u32;
+    let (per_process, pipelined) = match (runtime, workload) {
+        // One Redis connection per process everywhere (bounded-redis's multiplexed one, node-redis's), both
+        // queueing commands on it.
+        (_, Workload::MetadataCached) => (1, true),
+        (Runtime::Rust, Workload::NotesWrite) => (SCRIBE_RS_POOL, false),
+        // pg-reader: reads by key pipelined on one connection per worker.
+        (Runtime::Rust, _) => (1, true),
+        _ => (PEER_PG_POOL, false),
+    };
+    Some(DbPool { connections: per_process * n, pipelined })
 }
 
 /// Whether `runtime` keeps state in Redis on `workload`: Flight's sessions (flight-node in every mode), the

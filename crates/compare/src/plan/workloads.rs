@@ -266,6 +266,19 @@ impl Workload {
         matches!(self, Workload::NotesRead | Workload::NotesWrite | Workload::LadderPostgres)
     }
 
+    /// Whether `--db-rtt` applies: its servers wait on a database round trip per request (PostgreSQL, and the
+    /// Redis those servers use beside it; metadata-cached's Redis).
+    pub fn waits_on_database(self) -> bool {
+        self.queries_postgres() || self.caches_metadata()
+    }
+
+    /// Database round trips per request on every runtime, where they are the same (a read by key, a cache
+    /// hit); `None` where runtimes differ (notes-write: scribe-rs writes in a transaction, the peers in two
+    /// statements) or no database is waited on.
+    pub fn database_round_trips(self) -> Option<u32> {
+        matches!(self, Workload::LadderPostgres | Workload::NotesRead | Workload::MetadataCached).then_some(1)
+    }
+
     /// Whether its servers read the generated metadata dataset (the ladder's SQLite rung reads it too).
     pub fn needs_metadata_dataset(self) -> bool {
         matches!(self.service(), Service::Metadata | Service::Ladder)

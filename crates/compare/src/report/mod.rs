@@ -8,6 +8,7 @@ pub mod capacity;
 pub mod charts;
 pub mod connections;
 pub mod costs;
+pub mod db_rtt;
 pub mod html;
 pub mod lookups;
 pub mod soak;
@@ -180,6 +181,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
     for w in compared {
         workload_section(&mut out, records, w, md_path, &mut flags);
         crate::report::sweep::section(&mut out, all, w, md_path);
+        crate::report::db_rtt::section(&mut out, all, w);
     }
     ladder_section(&mut out, records, md_path);
     crate::report::soak::section(&mut out, records, md_path);

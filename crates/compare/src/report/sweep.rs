@@ -21,8 +21,28 @@ fn swept(r: &Record) -> bool {
     matches!(r.kind, Kind::Closed | Kind::Open)
 }
 
-/// The distinct connection counts of `w`'s closed- and open-loop runs, ascending: more than one is a sweep.
+/// A run's database round trip (`--db-rtt`) as a key: µs, `None` straight to the databases (first in order).
+pub fn rtt_key(r: &Record) -> Option<u64> {
+    r.db_rtt_ms.map(|ms| (ms * 1e3).round() as u64)
+}
+
+/// The round trip that stands for `w` in every table but the round-trip section: the least recorded (straight
+/// to the databases when recorded), `None` also when `w` has no rounds.
+pub fn headline_rtt(records: &[Record], w: &str) -> Option<u64> {
+    records.iter().filter(|r| r.workload == w && swept(r)).map(rtt_key).min().flatten()
+}
+
+/// `w`'s records at its headline round trip (every other workload's untouched).
+fn at_headline_rtt(records: &[Record], w: &str) -> Vec<Record> {
+    let rtt = headline_rtt(records, w);
+    records.iter().filter(|r| r.workload != w || !swept(r) || rtt_key(r) == rtt).cloned().collect()
+}
+
+/// The distinct connection counts of `w`'s closed- and open-loop runs at its headline round trip, ascending:
+/// more than one is a sweep.
 pub fn counts(records: &[Record], w: &str) -> Vec<u32> {
+    let rtt = headline_rtt(records, w);
+    let records: Vec<&Record> = records.iter().filter(|r| rtt_key(r) == rtt).collect();
     let mut counts: Vec<u32> =
         records.iter().filter(|r| r.workload == w && swept(r)).filter_map(|r| r.connections).collect();
     counts.sort_unstable();
@@ -40,9 +60,14 @@ pub fn headline_count(records: &[Record], w: &str) -> Option<u32> {
     }
 }
 
-/// The records with every swept workload's closed- and open-loop runs cut to its headline count.
+/// The records with every workload's closed- and open-loop runs cut to its headline count and round trip.
 pub fn headline(records: &[Record]) -> Vec<Record> {
     let workloads = ordered(records.iter().map(|r| r.workload.as_str()));
+    let mut records = records.to_vec();
+    for w in &workloads {
+        records = at_headline_rtt(&records, w);
+    }
+    let records = records.as_slice();
     let keep: Vec<(String, u32)> = workloads
         .into_iter()
         .filter(|w| counts(records, w).len() > 1)
@@ -98,6 +123,7 @@ fn point(runs: &[Record], runtime: &str) -> Point {
 /// `w`'s sweep: the closed-loop table, the open-loop table at its one rate with each runtime's p99.9 growth,
 /// and the charts' links; nothing when `w` ran at one count.
 pub fn section(out: &mut String, records: &[Record], w: &str, md_path: Option<&Path>) {
+    let records = &at_headline_rtt(records, w);
     let counts = counts(records, w);
     if counts.len() < 2 {
         return;
@@ -215,6 +241,7 @@ fn open_tables(out: &mut String, records: &[Record], w: &str, counts: &[u32], ru
 /// `w`'s sweep charts, beside the Markdown `md`: req/s by connections (closed loop) and p99.9 by connections
 /// at the open loop's one rate; a chart without a value is not drawn.
 fn workload_charts(records: &[Record], w: &str, md: &Path) -> Vec<(PathBuf, String)> {
+    let records = &at_headline_rtt(records, w);
     let counts = counts(records, w);
     if counts.len() < 2 {
         return Vec::new();

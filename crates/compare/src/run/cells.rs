@@ -411,11 +411,13 @@ fn window(
             rec.server_cpu_us_per_resp = cpu_us.map(per_response);
             rec.loader_cpu_us_per_resp = Some(rep.cpu.us_per_response);
             for ((d, a), b) in input.databases.iter().zip(&db_cpu0).zip(&db_cpu1) {
-                let us = Some(per_response((b.total_us() - a.total_us()).max(0.0)));
+                let us = per_response((b.total_us() - a.total_us()).max(0.0));
                 match d.name {
-                    "postgres" => rec.postgres_cpu_us_per_resp = us,
-                    "redis" => rec.redis_cpu_us_per_resp = us,
-                    "upstream" => rec.upstream_cpu_us_per_resp = us,
+                    "postgres" => rec.postgres_cpu_us_per_resp = Some(us),
+                    "redis" => rec.redis_cpu_us_per_resp = Some(us),
+                    "upstream" => rec.upstream_cpu_us_per_resp = Some(us),
+                    // One proxy per database and round trip: their sum.
+                    "db-proxy" => rec.db_proxy_cpu_us_per_resp = Some(rec.db_proxy_cpu_us_per_resp.unwrap_or(0.0) + us),
                     _ => {}
                 }
             }

@@ -113,7 +113,7 @@ fn check_cells(
         check_interrupted()?;
         if rec.void {
             recorder.end(check_s, &format!("VOID: {}", rec.void_reason.as_deref().unwrap_or("")));
-            let (steps, seconds) = estimate::cell_after_check(cfg);
+            let (steps, seconds) = estimate::cell_after_check(cfg, wr.workload());
             recorder.skip(steps, seconds);
         } else {
             recorder.end(check_s, &format!("answers agree; first 200 after {:.1} ms", rec.startup_ms.unwrap_or(0.0)));

@@ -125,6 +125,11 @@ impl Deps {
         Ok(())
     }
 
+    /// The PostgreSQL server's URL (its `postgres` database), when there is one.
+    pub fn postgres_url(&self) -> Option<String> {
+        self.url_for("postgres").ok()
+    }
+
     pub fn redis_url(&self) -> String {
         match (&self.given_redis_url, &self.redis) {
             (Some(url), _) => url.clone(),

@@ -41,11 +41,12 @@ pub fn soak_samples(soak: &Soak) -> usize {
 
 /// Steps a cell still has after its check, and their seconds: what its cold starts, rounds and capacity
 /// searches add to the total, and what a void check skips.
-pub fn cell_after_check(cfg: &Config) -> (usize, f64) {
+pub fn cell_after_check(cfg: &Config, w: Workload) -> (usize, f64) {
     let (_, startup_s, run_s) = estimates(cfg);
     let (searches, search_s) = capacity_estimate(cfg);
-    // A sweep runs every round at each count.
-    let rounds = cfg.runs as usize * kinds(cfg) * cfg.connections.len().max(1);
+    // A sweep runs every round at each count, and a workload waiting on a database at each round trip.
+    let rtts = if w.waits_on_database() { cfg.db_rtt.len().max(1) } else { 1 };
+    let rounds = cfg.runs as usize * kinds(cfg) * cfg.connections.len().max(1) * rtts;
     let steps = cfg.startup_runs as usize + rounds + searches;
     (steps, cfg.startup_runs as f64 * startup_s + rounds as f64 * run_s + searches as f64 * search_s)
 }
@@ -67,7 +68,7 @@ pub fn total(cfg: &Config) -> (usize, f64) {
             continue;
         }
         let (lookups, lookup_s) = lookups_estimate(cfg, *w);
-        let (cell_steps, cell_s) = cell_after_check(cfg);
+        let (cell_steps, cell_s) = cell_after_check(cfg, *w);
         steps += lookups + n * cell_steps;
         seconds += lookups as f64 * lookup_s + n as f64 * cell_s;
     }

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod capacity;
 pub mod cells;
 pub mod checks;
+pub mod db_proxy;
 pub mod deps;
 pub mod estimate;
 pub mod loader;
@@ -34,6 +35,7 @@ use crate::records::{self, Record, RunMeta, Sink};
 use crate::report;
 use crate::run::bench::Bench;
 use crate::run::checks::checked;
+use crate::run::db_proxy::DbProxies;
 use crate::run::deps::{Deps, DepsOptions};
 use crate::run::progress::Progress;
 use crate::run::recorder::Recorder;
@@ -63,7 +65,14 @@ pub struct Finished {
 pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     let own_pg = cfg.database_url.is_none();
     let own_redis = cfg.redis_url.is_none();
-    let missing = runtimes::missing_prerequisites(&cfg.workloads, &cfg.runtimes, &cfg.paths, own_pg, own_redis);
+    let mut missing = runtimes::missing_prerequisites(&cfg.workloads, &cfg.runtimes, &cfg.paths, own_pg, own_redis);
+    if !cfg.db_rtt.is_empty() && !cfg.paths.delay_proxy().is_file() {
+        let bin = cfg.paths.delay_proxy();
+        missing.push(format!(
+            "{} not found: run `bash bench/setup.sh` (cargo build --release -p delay-proxy)",
+            bin.display()
+        ));
+    }
     if !missing.is_empty() {
         bail!("missing prerequisites:\n  - {}", missing.join("\n  - "));
     }
@@ -94,8 +103,9 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
         logdir,
         loadgen_engine: None,
     };
-    // Stopped when this function returns, however it returns (Deps' drop).
+    // Stopped when this function returns, however it returns (Deps' drop, and the proxies' before it).
     let deps = start_deps(cfg)?;
+    let proxies = DbProxies::start(cfg, deps.as_ref())?;
     let metadata = if cfg.workloads.iter().any(|w| w.needs_metadata_dataset()) {
         eprintln!("compare: generating the metadata dataset ({} rows)", cfg.rows);
         let (db, ids) = seeds::metadata_dataset(&work.path().join("data"), cfg.rows)?;
@@ -134,6 +144,10 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
         let mut plan = Plan::new(*w, &inputs)?;
         plan.load.connections = w.headline_connections(&cfg.connections);
         let counts = if cfg.connections.is_empty() { vec![plan.load.connections] } else { cfg.connections.clone() };
+        let rtts = match (&proxies, w.waits_on_database()) {
+            (Some(_), true) => cfg.db_rtt.iter().copied().map(Some).collect(),
+            _ => vec![None],
+        };
         // Started for this workload at its delay, stopped with it (its `Server` drops with `wr`).
         let upstream = w.upstream_delay().map(|delay| upstream::start(cfg, &bench, delay)).transpose()?;
         let versions = cfg.runtimes.iter().map(|&rt| (rt, runtimes::version(rt, w.service(), &cfg.paths))).collect();
@@ -151,6 +165,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
             floor_body: None,
             versions,
             upstream,
+            rtts,
+            proxies: proxies.as_ref(),
         };
         if cfg.soak.is_some() {
             let valid = checked(&mut wr, &mut recorder, work.path())?;

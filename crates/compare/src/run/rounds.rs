@@ -3,6 +3,8 @@
 
 use anyhow::Context;
 
+use std::time::Duration;
+
 use crate::format::num;
 use crate::plan::load_spec::LoadSpec;
 use crate::plan::runtimes::Runtime;
@@ -11,6 +13,7 @@ use crate::run::cells;
 use crate::run::checks::checked;
 use crate::run::estimate;
 use crate::run::recorder::Recorder;
+use crate::run::server::millis;
 use crate::run::workload_run::{Purpose, WorkloadRun, audit_writes};
 use crate::stats::rotated;
 use crate::system::process::check_interrupted;
@@ -54,21 +57,25 @@ pub fn run_workload(
         Some(0.0) => None,
         Some(r) => Some(r),
         // One rate for every runtime and, in a sweep, every count: tails compared at the same load.
-        None => valid
-            .iter()
-            .flat_map(|rt| wr.counts.iter().map(move |&c| (rt, c)))
-            .filter_map(|(rt, c)| {
-                let closed = recorder.records().iter().filter(|r| {
-                    r.workload == name
-                        && r.runtime == rt.name()
-                        && r.kind == Kind::Closed
-                        && r.connections == Some(c)
-                        && !r.void
-                });
-                crate::stats::spread(closed.filter_map(|r| r.req_per_s)).map(|s| s.median)
-            })
-            .min_by(f64::total_cmp)
-            .map(|slowest| (slowest / 2.0).max(1.0)),
+        None => {
+            let (counts, rtts) = (&wr.counts, &wr.rtts);
+            valid
+                .iter()
+                .flat_map(|rt| counts.iter().flat_map(move |&c| rtts.iter().map(move |&rtt| (rt, c, rtt))))
+                .filter_map(|(rt, c, rtt)| {
+                    let closed = recorder.records().iter().filter(|r| {
+                        r.workload == name
+                            && r.runtime == rt.name()
+                            && r.kind == Kind::Closed
+                            && r.connections == Some(c)
+                            && r.db_rtt_ms == rtt.map(millis)
+                            && !r.void
+                    });
+                    crate::stats::spread(closed.filter_map(|r| r.req_per_s)).map(|s| s.median)
+                })
+                .min_by(f64::total_cmp)
+                .map(|slowest| (slowest / 2.0).max(1.0))
+        }
     };
     match rate {
         Some(rate) => {
@@ -78,7 +85,7 @@ pub fn run_workload(
         // `--tail-rate 0`: the open rounds were never counted (`kinds`), so there is nothing to skip.
         None if cfg.tail_rate == Some(0.0) => {}
         None => {
-            let skipped = valid.len() * wr.counts.len() * cfg.runs as usize;
+            let skipped = valid.len() * wr.counts.len() * wr.rtts.len() * cfg.runs as usize;
             recorder.skip(skipped, skipped as f64 * run_s);
             if !valid.is_empty() {
                 recorder.line(&format!("{name}: no valid closed-loop run to set the open-loop rate; tails skipped"));
@@ -109,19 +116,29 @@ fn run_rounds(
     let name = wr.workload().name();
     let (_, _, run_s) = estimate::estimates(cfg);
     let sweep = wr.counts.len() > 1;
-    let cells: Vec<(u32, Runtime)> = wr.counts.iter().flat_map(|&c| valid.iter().map(move |&rt| (c, rt))).collect();
+    let cells: Vec<(Option<Duration>, u32, Runtime)> = wr
+        .rtts
+        .iter()
+        .flat_map(|&rtt| wr.counts.iter().flat_map(move |&c| valid.iter().map(move |&rt| (rtt, c, rt))))
+        .collect();
     for round in 1..=cfg.runs {
-        for (connections, rt) in rotated(&cells, round as usize - 1) {
+        for (rtt, connections, rt) in rotated(&cells, round as usize - 1) {
             check_interrupted()?;
-            let at = if sweep { format!(" at {connections} connections") } else { String::new() };
+            let mut at = String::new();
+            let mut tag = format!("{name}-{}-{}", rt.name(), kind.as_str());
+            if sweep {
+                at.push_str(&format!(" at {connections} connections"));
+                tag.push_str(&format!("-c{connections}"));
+            }
+            if let Some(rtt) = rtt {
+                at.push_str(&format!(" with the databases {} ms away", num(millis(rtt), 1)));
+                tag.push_str(&format!("-rtt{}us", rtt.as_micros()));
+            }
+            tag.push_str(&format!("-r{round}"));
             recorder.begin(&format!("{name} {} {}{at} round {round}/{}", rt.name(), kind.as_str(), cfg.runs));
             let mut rec = wr.record(rt, kind, round);
-            let spec = wr.spec(rt, Purpose::Run)?;
-            let tag = if sweep {
-                format!("{name}-{}-{}-c{connections}-r{round}", rt.name(), kind.as_str())
-            } else {
-                format!("{name}-{}-{}-r{round}", rt.name(), kind.as_str())
-            };
+            rec.db_rtt_ms = rtt.map(millis);
+            let spec = wr.spec_at(rt, Purpose::Run, rtt)?;
             let load = LoadSpec { connections, ..wr.plan.load.clone() };
             let input = wr.run_input(rt, &spec, &load, rate, &tag);
             cells::measure_then(wr.bench, &input, &mut rec, &mut |rec| audit_writes(wr, rt, rec, 0));

@@ -3,6 +3,7 @@
 //! run, and the read-back that holds notes-write to every acknowledged write.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use anyhow::Context;
 
@@ -16,6 +17,7 @@ use crate::plan::workloads::{Service, Workload};
 use crate::records::{Kind, Record, RunMeta};
 use crate::run::bench::Bench;
 use crate::run::cells::RunInput;
+use crate::run::db_proxy::DbProxies;
 use crate::run::deps::{Database, Deps};
 use crate::run::server::Server;
 use crate::settings::Config;
@@ -53,6 +55,11 @@ pub struct WorkloadRun<'a> {
     pub versions: HashMap<Runtime, Option<String>>,
     /// The upstream workloads: compare's upstream service, started for this workload, stopped with it.
     pub upstream: Option<Server>,
+    /// The database round trips its rounds run at (`--db-rtt`, on a workload that waits on a database), the
+    /// first also its checks', cold starts' and searches'; `[None]`: straight to the databases.
+    pub rtts: Vec<Option<Duration>>,
+    /// The run's delay proxies, when `--db-rtt` was given.
+    pub proxies: Option<&'a DbProxies>,
 }
 
 impl WorkloadRun<'_> {
@@ -60,7 +67,22 @@ impl WorkloadRun<'_> {
         self.plan.workload
     }
 
+    /// The environment of a server started for `purpose` at the workload's first round trip.
     pub fn server_env(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<ServerEnv> {
+        self.server_env_at(rt, purpose, self.rtts[0])
+    }
+
+    /// The environment of a server whose databases are `rtt` away (through the delay proxies).
+    pub fn server_env_at(&self, rt: Runtime, purpose: Purpose, rtt: Option<Duration>) -> anyhow::Result<ServerEnv> {
+        let mut env = self.direct_env(rt, purpose)?;
+        if let (Some(proxies), Some(rtt)) = (self.proxies, rtt) {
+            env.database_url = env.database_url.map(|url| proxies.route(&url, rtt));
+            env.redis_url = env.redis_url.map(|url| proxies.route(&url, rtt));
+        }
+        Ok(env)
+    }
+
+    fn direct_env(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<ServerEnv> {
         let mut env = ServerEnv {
             floor_body: self.floor_body.clone(),
             processes: self.cfg.server_processes,
@@ -138,11 +160,19 @@ impl WorkloadRun<'_> {
         if let Some(pid) = self.upstream.as_ref().and_then(Server::pid) {
             started.push(Database { name: "upstream", pid });
         }
+        if let (Some(proxies), false) = (self.proxies, started.is_empty()) {
+            started.extend(proxies.measured());
+        }
         started
     }
 
     pub fn spec(&self, rt: Runtime, purpose: Purpose) -> anyhow::Result<ServerSpec> {
-        let env = self.server_env(rt, purpose)?;
+        self.spec_at(rt, purpose, self.rtts[0])
+    }
+
+    /// The server for a cell whose databases are `rtt` away.
+    pub fn spec_at(&self, rt: Runtime, purpose: Purpose, rtt: Option<Duration>) -> anyhow::Result<ServerSpec> {
+        let env = self.server_env_at(rt, purpose, rtt)?;
         Ok(runtimes::server_spec(rt, self.workload(), &self.cfg.paths, &env))
     }
 
@@ -171,7 +201,9 @@ impl WorkloadRun<'_> {
 
     pub fn record(&self, rt: Runtime, kind: Kind, round: u32) -> Record {
         let version = self.versions.get(&rt).cloned().flatten();
-        Record::new(self.meta, self.workload().name(), rt.name(), version.as_deref(), kind, round)
+        let mut rec = Record::new(self.meta, self.workload().name(), rt.name(), version.as_deref(), kind, round);
+        rec.db_pool = runtimes::database_pool(rt, self.workload(), self.cfg.server_processes);
+        rec
     }
 }
 

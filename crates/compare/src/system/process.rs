@@ -263,6 +263,11 @@ impl Spawned {
         &self.name
     }
 
+    /// The child's stdout when it was spawned piped (a child that prints where it listens), once.
+    pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+        self.child.stdout.take()
+    }
+
     /// The CPU time (user + system, all its threads) the leader used in its whole life, when it exited on its
     /// own and `try_wait` saw it: what `wait4` would report, measured the same way for every loader.
     pub fn cpu_at_exit(&self) -> Option<crate::system::procfs::TreeCpu> {
