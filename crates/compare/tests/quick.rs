@@ -10,14 +10,16 @@ use compare::records::{self, Kind};
 #[test]
 fn quick_comparison_of_every_workload() {
     let bin_dir = common::bin_dir();
-    let missing: Vec<String> = ["flight-rs", "scribe-rs", "metadata-rs", "ladder-rs", "loadgen"]
-        .iter()
-        .filter(|b| !bin_dir.join(b).is_file())
-        .map(|b| b.to_string())
-        .collect();
+    let missing: Vec<String> =
+        ["flight-rs", "scribe-rs", "metadata-rs", "ladder-rs", "loadgen", "upstream", "delay-proxy"]
+            .iter()
+            .filter(|b| !bin_dir.join(b).is_file())
+            .map(|b| b.to_string())
+            .collect();
     assert!(
         missing.is_empty(),
-        "{missing:?} not built in {}: `cargo build -p flight -p scribe -p metadata -p ladder -p loadgen` \
+        "{missing:?} not built in {}: `cargo build -p flight -p scribe -p metadata -p ladder -p loadgen -p upstream -p \
+         delay-proxy` \
          (`cargo test --workspace` builds them)",
         bin_dir.display()
     );
@@ -31,6 +33,8 @@ fn quick_comparison_of_every_workload() {
         // every handshake, and a cold Node behind this debug loader took over a second for its hundredth TLS
         // handshake while serving the first ones (13 of 100 unestablished in one CI run).
         .args(["--connections", "32"])
+        // The database workloads through the delay proxies (one round trip: no more runs than without).
+        .args(["--db-rtt", "1ms"])
         .args(["--server-cores", &server, "--loader-cores", &loader, "--db-cores", &loader])
         .output()
         .expect("run compare");
@@ -95,6 +99,15 @@ fn quick_comparison_of_every_workload() {
     }
     for r in recs.iter().filter(|r| r.kind == Kind::Closed && r.workload.starts_with("upstream")) {
         assert!(r.upstream_cpu_us_per_resp.is_some_and(|us| us > 0.0), "{r:?}");
+    }
+    // --db-rtt: every run of a workload that waits on a database went through the proxies and says so, with the
+    // server's database connections; everything else went straight.
+    for r in recs.iter().filter(|r| r.kind == Kind::Closed && r.runtime != "floor") {
+        let w = compare::plan::workloads::Workload::parse(&r.workload).expect("a workload");
+        let proxied = w.waits_on_database();
+        assert_eq!(r.db_rtt_ms, proxied.then_some(1.0), "{r:?}");
+        assert_eq!(r.db_pool.is_some(), proxied, "{r:?}");
+        assert_eq!(r.db_proxy_cpu_us_per_resp.is_some(), proxied, "{r:?}");
     }
     for runtime in ["rust", "bun", "node"] {
         let lookups = recs.iter().filter(|r| r.kind == Kind::Lookups && r.runtime == runtime);

@@ -160,7 +160,8 @@ impl WorkloadRun<'_> {
         if let Some(pid) = self.upstream.as_ref().and_then(Server::pid) {
             started.push(Database { name: "upstream", pid });
         }
-        if let (Some(proxies), false) = (self.proxies, started.is_empty()) {
+        // The proxies carry a cell's database traffic only on a workload whose cells have a round trip.
+        if let (Some(proxies), false, Some(_)) = (self.proxies, started.is_empty(), self.rtts[0]) {
             started.extend(proxies.measured());
         }
         started
