@@ -376,9 +376,9 @@ impl Workload {
                 "every runtime runs metadata's lookup behind the same cache-aside in Redis: GET \
                  metadata:v1:<region>:<id> first, a hit answers the stored bytes, a miss reads SQLite, answers and \
                  stores a 200 body with SET EX 60 without the answer waiting (rust: redis-rs through \
-                 bounded-redis; bun and node: node-redis 6.3.1), every command under a 50 ms deadline. Each \
-                 runtime has its own Redis database, emptied before each server starts, so every run fills its \
-                 own cache in its warmup; the table says each runtime's hit ratio in the window, and a run whose \
+                 bounded-redis; bun and node: node-redis 6.3.1), every command under a 50 ms deadline. The \
+                 servers use Redis database 4, emptied before each server starts, so every run fills its own \
+                 cache in its warmup (a working set of 500 keys walked in order); the table says each runtime's hit ratio in the window, and a run whose \
                  ratio is more than 5 points from rust's in the same round is void."
             }
             Workload::Upstream | Workload::UpstreamSlow => {

@@ -188,7 +188,8 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
     if flags.loader_bound {
         out.push_str(
             "\nloader-bound: the server cores were under 90% busy in most runs, so loadgen (not the server) set \
-             the req/s; compare CPU-µs/resp there.\n",
+             the req/s; compare CPU-µs/resp there. Where the server waits on an upstream or on databases behind \
+             --db-rtt it idles while waiting, so there the mark also needs the loader's cores 90% busy.\n",
         );
     }
     if flags.contended {

@@ -434,7 +434,12 @@ fn window(
             let own = 100.0 * cpu_us / wall_us.max(1.0);
             rec.server_busy_pct = Some(busy);
             rec.server_other_pct = Some((busy - own).max(0.0));
-            rec.loader_bound = (rec.kind == Kind::Closed).then_some(busy < LOADER_BOUND_PCT);
+            // A server that waits on a delayed database or an upstream idles while it waits: there its idle
+            // share says the loader set the pace only when the loader's cores were busy too.
+            let waits = input.databases.iter().any(|d| matches!(d.name, "upstream" | "db-proxy"));
+            let loader_busy = rec.loader_busy_pct.unwrap_or(0.0) >= LOADER_BOUND_PCT;
+            let bound = busy < LOADER_BOUND_PCT && (!waits || loader_busy);
+            rec.loader_bound = (rec.kind == Kind::Closed).then_some(bound);
         }
     }
     for r in reasons {
