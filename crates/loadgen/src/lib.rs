@@ -32,7 +32,7 @@ mod handshake;
 pub mod http1;
 pub mod log_chart;
 pub mod merge;
-mod open_files;
+pub mod open_files;
 mod open_loop;
 mod per_second;
 pub mod rate;

@@ -62,20 +62,22 @@ pub fn headline_count(records: &[Record], w: &str) -> Option<u32> {
 
 /// The records with every workload's closed- and open-loop runs cut to its headline count and round trip.
 pub fn headline(records: &[Record]) -> Vec<Record> {
-    let workloads = ordered(records.iter().map(|r| r.workload.as_str()));
-    let mut records = records.to_vec();
-    for w in &workloads {
-        records = at_headline_rtt(&records, w);
-    }
-    let records = records.as_slice();
-    let keep: Vec<(String, u32)> = workloads
+    // Per workload: its headline round trip, and its headline count when it swept counts (at that round trip).
+    let keep: Vec<(String, Option<u64>, Option<u32>)> = ordered(records.iter().map(|r| r.workload.as_str()))
         .into_iter()
-        .filter(|w| counts(records, w).len() > 1)
-        .filter_map(|w| headline_count(records, &w).map(|c| (w, c)))
+        .map(|w| {
+            let count = (counts(records, &w).len() > 1).then(|| headline_count(records, &w)).flatten();
+            (w.clone(), headline_rtt(records, &w), count)
+        })
         .collect();
     records
         .iter()
-        .filter(|r| !swept(r) || keep.iter().all(|(w, c)| *w != r.workload || r.connections == Some(*c)))
+        .filter(|r| {
+            !swept(r)
+                || keep.iter().all(|(w, rtt, count)| {
+                    *w != r.workload || (rtt_key(r) == *rtt && count.is_none_or(|c| r.connections == Some(c)))
+                })
+        })
         .cloned()
         .collect()
 }

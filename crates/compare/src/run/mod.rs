@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use loadgen::open_files::{self, Outcome};
 
 use crate::plan::dataset::MetadataData;
 use crate::plan::runtimes::{self, Runtime};
@@ -43,8 +44,11 @@ use crate::run::rounds::run_workload;
 use crate::run::soak::soak_cells;
 use crate::run::workload_run::{LADDER_DB, WorkloadRun};
 use crate::settings::Config;
-use crate::system::open_files::{self, Raised};
 use crate::system::process::{self, check_interrupted};
+
+/// Descriptors a server needs beyond its connections: its listener, pools, logs, files and the runtime's own
+/// (a Node or Bun process opens some dozens at start).
+const OPEN_FILES_HEADROOM: u64 = 512;
 
 /// How long a server may take to its first 200 (Node with a cold disk cache and a Postgres pool).
 const READY_TIMEOUT_S: u64 = 30;
@@ -76,12 +80,13 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     if !missing.is_empty() {
         bail!("missing prerequisites:\n  - {}", missing.join("\n  - "));
     }
+    // Servers and loadgen are compare's children: raising compare's own soft limit (loadgen's mechanism)
+    // before anything starts gives every runtime the same room; Bun raises its own, Node and rust do not.
     let most = cfg.workloads.iter().flat_map(|w| cfg.connections.iter().copied().chain([w.connections()])).max();
-    let needed = u64::from(most.unwrap_or(0)) + open_files::HEADROOM;
-    if let Raised::From(soft, hard) = open_files::ensure(needed)? {
-        eprintln!(
-            "compare: open-file limit raised from {soft} to {hard} for every server and loader (needed {needed})"
-        );
+    let most = most.unwrap_or(0);
+    let needed = u64::from(most) + OPEN_FILES_HEADROOM;
+    if let Outcome::Raised { from, to } = open_files::ensure(needed, most as usize).map_err(anyhow::Error::msg)? {
+        eprintln!("compare: open-file limit raised from {from} to {to} for every server and loader (needed {needed})");
     }
     let meta = run_meta(cfg);
     let jsonl = cfg.out_dir.join(format!("{}.jsonl", meta.run_id));
