@@ -1,9 +1,9 @@
 // Koa peer for the hello workloads: the framework stack Flight's Node build runs on (Koa 3 and
-// @koa/router, pinned in ../package-lock.json), one process, as a user would write the route.
+// @koa/router, pinned in ../package-lock.json), one process, as a user would write the route. compare runs
+// it unchanged on Node (runtime koa) and on Bun through its Node compatibility (koa-bun).
 //
-// It stands in for the real Flight 2.0.2, which the npm registry does not serve under any name we could
-// find (`flight` there is an unrelated flat-file database, versions 0.0.1 and 0.0.2). Anyone who has the
-// real package can add it to a comparison with `compare --target flight=cmd:...`.
+// It measures the framework alone on hello-bare, where the real Flight 2.0.2 (@thoughtpivot/flight, compare's
+// flight-node and flight-bun) cannot go: Flight has no mode without its middleware.
 //
 // Contract (byte-identical body and content-type with hello-node.mjs and flight-rs):
 //   GET /api/hello -> 200 {"message":"Hello from Flight!"}  application/json
@@ -44,7 +44,9 @@ const host = process.env.HOSTNAME ?? "127.0.0.1";
 const handler = app.callback();
 const server = tls === null ? http.createServer(handler) : https.createServer(nodeTlsOptions(tls), handler);
 server.listen(port, host, () => {
-  console.log(`koa on node ${process.version} listening on ${scheme(tls)}://${host}:${port}`);
+  // compare runs this file on Node (koa) and on Bun (koa-bun), whose process.version is the Node it emulates.
+  const engine = typeof Bun === "undefined" ? `node ${process.version}` : `bun ${Bun.version}`;
+  console.log(`koa on ${engine} listening on ${scheme(tls)}://${host}:${port}`);
 });
 
 process.on("SIGTERM", () => {

@@ -29,6 +29,7 @@ use clap::Args;
 use crate::calibrate::agreement::{Loader, LoaderRun, ServerResult, exit_code, order};
 use crate::calibrate::calibration::Calibration;
 use crate::measure::{self, Defaults, MeasureArgs};
+use crate::plan::prerequisites;
 use crate::plan::probe;
 use crate::plan::runtimes::{self, Paths, Runtime, ServerEnv};
 use crate::plan::workload_plan::{self, Plan};
@@ -177,7 +178,7 @@ fn version_line(program: &Path, flag: &str) -> Option<String> {
 /// Everything missing, each with its install step; empty when all is there.
 pub fn missing_prerequisites(cfg: &Config) -> Vec<String> {
     let hello = [Workload::HelloBare];
-    let mut missing = runtimes::missing_prerequisites(&hello, &cfg.servers, &cfg.paths, false, false);
+    let mut missing = prerequisites::missing_prerequisites(&hello, &cfg.servers, &cfg.paths, false, false);
     if wrk::find().is_none() {
         missing.push(format!("wrk not found on PATH: {}", wrk::WRK_HINT));
     }

@@ -4,10 +4,12 @@
 
 pub mod dataset;
 pub mod load_spec;
+pub mod prerequisites;
 pub mod probe;
 pub mod runtimes;
 pub mod server_spec;
 pub mod site;
+pub mod stacks;
 pub mod target;
 pub mod tls;
 pub mod workload_plan;

