@@ -103,6 +103,19 @@ const UPSTREAM_NOT_CONFIGURED = error(503, "upstream not configured");
 const UPSTREAM_FAILED = error(502, "upstream failed");
 const UPSTREAM_TIMED_OUT = error(504, "upstream timed out");
 export const TOO_LARGE = error(413, `request body exceeds the limit of ${BODY_LIMIT} bytes`, Object.freeze({ connection: "close" }));
+// The fixed answers by name, for the framework peers (fastify.mjs, express.mjs), which route themselves and
+// answer with these same bytes.
+export const ANSWERS = Object.freeze({
+  ok: OK,
+  health: HEALTH_OK,
+  notFound: NOT_FOUND,
+  itemNotFound: ITEM_NOT_FOUND,
+  unavailable: UNAVAILABLE,
+  malformed: MALFORMED,
+  notAllowedRead: NOT_ALLOWED_READ,
+  notAllowedPost: NOT_ALLOWED_POST,
+  tooLarge: TOO_LARGE,
+});
 
 const RUNGS = new Map([
   ["/ladder/validate", "validate"],
@@ -213,9 +226,15 @@ export function createApp(cfg, openSqlite, log = (msg) => console.error(msg)) {
     return answer;
   };
 
-  /** The upstream route's answer; never rejects. The body is read whole (a non-2xx one too, so the
-   * connection goes back to the pool), under the same deadline as the request. */
+  /** The upstream route's answer; never rejects. */
   async function upstream() {
+    const token = await upstreamToken();
+    return typeof token === "string" ? json(200, JSON.stringify({ ok: true, token })) : token;
+  }
+
+  /** The upstream's token (a string), or the failure answer; never rejects. The body is read whole (a non-2xx
+   * one too, so the connection goes back to the pool), under the same deadline as the request. */
+  async function upstreamToken() {
     if (cfg.upstreamUrl === null) return UPSTREAM_NOT_CONFIGURED;
     const signal = AbortSignal.timeout(cfg.upstreamTimeoutMs);
     let token;
@@ -232,7 +251,7 @@ export function createApp(cfg, openSqlite, log = (msg) => console.error(msg)) {
     if (token === undefined) return upstreamFailed(UPSTREAM_FAILED, "the answer has no string token");
     if (upstreamFailing) log("ladder peer: upstream answers again");
     upstreamFailing = false;
-    return json(200, JSON.stringify({ ok: true, token }));
+    return token;
   }
 
   function video(id) {
@@ -307,6 +326,14 @@ export function createApp(cfg, openSqlite, log = (msg) => console.error(msg)) {
     async close() {
       if (pool !== null) await pool.end();
     },
+
+    // The steps answer() is made of, for the framework peers, which parse, validate and serialize themselves:
+    /** The sqlite rung's value { ok, id, channel, duration_s, views } (counts checked integers), or an answer. */
+    video,
+    /** A promise of the item { name, score }, or of an answer. */
+    item,
+    /** A promise of the upstream's token (a string), or of the failure answer. */
+    upstreamToken,
   };
 }
 

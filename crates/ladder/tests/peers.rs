@@ -2,6 +2,8 @@
 //! (the binary), the Bun peer and the Node peer (bench/peers/ladder) on one dataset and one Postgres, and checks
 //! that every probe gets the same status, content type, body and the headers that matter (Allow, Retry-After).
 //! 400 bodies may differ (each names its own parser's or validator's complaint): status and content type only.
+//! The framework peers (bench/peers/ladder/fastify.mjs and express.mjs, each run on Node and on Bun) take the
+//! same probes as the plain peers, under the runtime names compare gives them.
 //!
 //! The peers come from bench/peers/node_modules (scripts/install-test-deps.sh installs them, so CI has them);
 //! when they are absent the tests fail naming what is missing, as the other peer tests do: a comparison that
@@ -44,6 +46,50 @@ fn require_peers() {
     );
 }
 
+/// Every runtime the probes run on, rust first (the reference), in compare's names.
+const RUNTIMES: [&str; 7] = ["rust", "bun", "node", "fastify-node", "fastify-bun", "express-node", "express-bun"];
+
+/// The peer runtimes: every name but rust.
+const PEERS: [&str; 6] = ["bun", "node", "fastify-node", "fastify-bun", "express-node", "express-bun"];
+
+/// The command that runs a peer runtime's script (without the ladder's env): `bun run FILE` or
+/// `node --disable-warning=ExperimentalWarning FILE` in bench/peers, as compare runs them.
+fn peer_command(name: &str) -> Command {
+    let script = |file: &str| peers_dir().join("ladder").join(file);
+    let (on_bun, file) = match name {
+        "bun" => (true, "server-bun.ts"),
+        "node" => (false, "server-node.mjs"),
+        "fastify-node" => (false, "fastify.mjs"),
+        "fastify-bun" => (true, "fastify.mjs"),
+        "express-node" => (false, "express.mjs"),
+        "express-bun" => (true, "express.mjs"),
+        other => panic!("no peer runtime {other}"),
+    };
+    let mut c = if on_bun { Command::new(bun()) } else { Command::new(node()) };
+    if on_bun {
+        c.arg("run");
+    } else {
+        c.arg("--disable-warning=ExperimentalWarning");
+    }
+    c.arg(script(file)).current_dir(peers_dir());
+    c
+}
+
+/// NODE_ENV for a runtime: production for the framework peers (as compare sets it: Express reads it), none
+/// for the others.
+fn node_env(name: &str) -> Option<(&'static str, &'static str)> {
+    name.contains('-').then_some(("NODE_ENV", "production"))
+}
+
+/// Starts every runtime in `names` at once (each on its own thread: a framework peer on Bun takes about a
+/// second to answer), in the order given.
+fn start_all(names: &[&'static str], start: impl Fn(&'static str) -> Runtime + Sync) -> Vec<Runtime> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = names.iter().map(|&n| s.spawn(|| start(n))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    })
+}
+
 struct Runtime {
     name: &'static str,
     addr: SocketAddr,
@@ -60,20 +106,8 @@ fn start(name: &'static str, db: &Path, database_url: &str) -> Runtime {
 /// (the upstream's URL and timeout, which every runtime reads under the same names).
 fn start_with(name: &'static str, db: &Path, database_url: &str, tls: Option<&Tls>, env: &[(&str, &str)]) -> Runtime {
     let port = testkit::free_port();
-    let script = |file: &str| peers_dir().join("ladder").join(file);
-    let mut cmd = match name {
-        "rust" => Command::new(testkit::workspace::binary("ladder-rs")),
-        "bun" => {
-            let mut c = Command::new(bun());
-            c.arg("run").arg(script("server-bun.ts"));
-            c
-        }
-        _ => {
-            let mut c = Command::new(node());
-            c.arg("--disable-warning=ExperimentalWarning").arg(script("server-node.mjs"));
-            c
-        }
-    };
+    let mut cmd =
+        if name == "rust" { Command::new(testkit::workspace::binary("ladder-rs")) } else { peer_command(name) };
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("RUST_LOG", "error")
@@ -83,6 +117,7 @@ fn start_with(name: &'static str, db: &Path, database_url: &str, tls: Option<&Tl
         .env("LADDER_DB", db)
         .env("DATABASE_URL", database_url)
         .envs(env.iter().copied())
+        .envs(node_env(name))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -161,13 +196,13 @@ fn compare(runtimes: &[Runtime], probes: &[Probe]) -> Vec<u16> {
 }
 
 #[test]
-fn bun_and_node_answer_byte_for_byte_like_ladder_rs() {
+fn every_peer_answers_byte_for_byte_like_ladder_rs() {
     require_peers();
     let pg = common::shared_postgres();
     let url = pg.create_database("t_peers");
     common::seed(&url, 1000);
     let data = Dataset::generate(200);
-    let runtimes: Vec<Runtime> = ["rust", "bun", "node"].into_iter().map(|n| start(n, &data.db(), &url)).collect();
+    let runtimes = start_all(&RUNTIMES, |n| start(n, &data.db(), &url));
 
     let mut probes = vec![
         probe("GET", "/ladder/empty", None),
@@ -293,8 +328,7 @@ fn over_tls_the_peers_answer_and_negotiate_like_ladder_rs() {
     let url = pg.create_database("t_peers_tls");
     common::seed(&url, 1000);
     let tls = Tls::new();
-    let runtimes: Vec<Runtime> =
-        ["rust", "bun", "node"].into_iter().map(|n| start_with(n, &data.db(), &url, Some(&tls), &[])).collect();
+    let runtimes = start_all(&RUNTIMES, |n| start_with(n, &data.db(), &url, Some(&tls), &[]));
     let id = data.sample_ids().remove(0);
     let sqlite =
         format!("POST /ladder/sqlite HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{}", body(&id).len(), body(&id));
@@ -343,8 +377,7 @@ fn peers_fail_like_ladder_rs_without_their_databases() {
     // Nothing listens on the upstream's port either.
     let no_upstream = format!("http://127.0.0.1:{}/upstream", testkit::free_port());
     let env = [("LADDER_UPSTREAM_URL", no_upstream.as_str())];
-    let runtimes: Vec<Runtime> =
-        ["rust", "bun", "node"].into_iter().map(|n| start_with(n, &missing, &nowhere, None, &env)).collect();
+    let runtimes = start_all(&RUNTIMES, |n| start_with(n, &missing, &nowhere, None, &env));
     let probes = vec![
         probe("GET", "/ladder/empty", None),
         probe("GET", "/ladder/json", None),
@@ -394,17 +427,14 @@ fn the_peers_call_the_upstream_like_ladder_rs() {
     let dir = tempfile::tempdir().expect("dir");
     let (missing, nowhere) =
         (dir.path().join("missing.db"), format!("postgres://postgres@127.0.0.1:{}/x", testkit::free_port()));
-    let names = ["rust", "bun", "node"];
+    let names = RUNTIMES;
     let upstreams: Vec<UpstreamServer> = names.iter().map(|_| UpstreamServer::start(Duration::ZERO)).collect();
-    let runtimes: Vec<Runtime> = names
-        .iter()
-        .zip(&upstreams)
-        .map(|(name, upstream)| {
-            let env = [("LADDER_UPSTREAM_URL", upstream.url()), ("LADDER_UPSTREAM_TIMEOUT_MS", "2000".to_string())];
-            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            start_with(name, &missing, &nowhere, None, &env)
-        })
-        .collect();
+    let runtimes = start_all(&names, |name| {
+        let at = names.iter().position(|n| *n == name).expect("a runtime");
+        let env = [("LADDER_UPSTREAM_URL", upstreams[at].url()), ("LADDER_UPSTREAM_TIMEOUT_MS", "2000".to_string())];
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        start_with(name, &missing, &nowhere, None, &env)
+    });
     let probes = vec![
         probe("GET", "/ladder/upstream", None),
         probe("GET", "/ladder/upstream?x=1", None),
@@ -450,7 +480,7 @@ fn the_peers_call_the_upstream_like_ladder_rs() {
     let canned = Canned::start(None);
     let env = [("LADDER_UPSTREAM_URL", canned.url()), ("LADDER_UPSTREAM_TIMEOUT_MS", "300".to_string())];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let runtimes: Vec<Runtime> = names.into_iter().map(|n| start_with(n, &missing, &nowhere, None, &env)).collect();
+    let runtimes = start_all(&names, |n| start_with(n, &missing, &nowhere, None, &env));
     let get = [probe("GET", "/ladder/upstream", None)];
     for (what, answer, status) in [
         (
@@ -488,19 +518,11 @@ fn the_peers_refuse_bad_upstream_settings() {
         ("LADDER_UPSTREAM_URL", "127.0.0.1:3009/upstream"),
         ("LADDER_UPSTREAM_TIMEOUT_MS", "0"),
     ] {
-        for runtime in ["bun", "node"] {
-            let script =
-                peers_dir().join("ladder").join(if runtime == "bun" { "server-bun.ts" } else { "server-node.mjs" });
-            let mut cmd = if runtime == "bun" { Command::new(bun()) } else { Command::new(node()) };
-            if runtime == "bun" {
-                cmd.arg("run");
-            } else {
-                cmd.arg("--disable-warning=ExperimentalWarning");
-            }
-            let child = cmd
-                .arg(script)
+        for runtime in PEERS {
+            let child = peer_command(runtime)
                 .env_clear()
                 .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .envs(node_env(runtime))
                 .env("LADDER_PORT", "0")
                 .env(var, value)
                 .stdin(Stdio::null())
@@ -518,5 +540,38 @@ fn the_peers_refuse_bad_upstream_settings() {
             assert_eq!(stderr.lines().count(), 1, "{runtime} {var}={value}: one line, got {stderr:?}");
             assert!(stderr.contains(var), "{runtime}: {stderr:?}");
         }
+    }
+}
+
+/// Fastify's response serializer (fast-json-stringify, compiled from a route's `schema.response`) drops a field
+/// the schema does not list and turns the string "42" into 42 for an integer property: the contract the
+/// Fastify peer's 200 answers are printed under. bench/peers/ladder/fastify-serializer.mjs shows both on the
+/// peer's own /ladder/sqlite route (fastify.inject, a stored row faked with both), on Node and on Bun, and that
+/// ladder.mjs's checks answer such a row 500 before it reaches the serializer (the peer never relies on the
+/// coercion; the byte-for-byte test's REAL row is the same case through real SQLite).
+#[test]
+fn the_fastify_serializer_drops_and_coerces_on_node_and_bun() {
+    require_peers();
+    let script = peers_dir().join("ladder/fastify-serializer.mjs");
+    for runtime in ["node", "bun"] {
+        let mut cmd = if runtime == "bun" { Command::new(bun()) } else { Command::new(node()) };
+        if runtime == "bun" {
+            cmd.arg("run");
+        } else {
+            cmd.arg("--disable-warning=ExperimentalWarning");
+        }
+        let out = cmd
+            .arg(&script)
+            .current_dir(peers_dir())
+            .env("NODE_ENV", "production")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("{runtime}: {e}"));
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{runtime}: the serializer probe failed ({}):\n{stdout}{stderr}", out.status);
+        assert!(
+            stdout.contains("extra field dropped") && stdout.contains("\"42\" printed as 42"),
+            "{runtime}: {stdout}"
+        );
     }
 }
