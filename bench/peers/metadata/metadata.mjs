@@ -54,6 +54,15 @@ const NO_ROW = "null";
 const ALLOW = Object.freeze({ allow: "GET, HEAD" });
 const RETRY_AFTER = Object.freeze({ "retry-after": "1" });
 
+// The fixed answers by name, for the framework peers (fastify.mjs, express.mjs), which route themselves and
+// answer with these same bytes.
+export const ANSWERS = Object.freeze({
+  notFound: Object.freeze({ status: 404, body: NOT_FOUND }),
+  methodNotAllowed: Object.freeze({ status: 405, body: METHOD_NOT_ALLOWED, headers: ALLOW }),
+  malformedId: Object.freeze({ status: 400, body: MALFORMED_ID }),
+  badRegion: Object.freeze({ status: 400, body: BAD_REGION }),
+});
+
 const pad2 = (n) => (n < 10 ? "0" + n : "" + n);
 
 /** Seconds as M:SS, or H:MM:SS from one hour up; negative, missing or non-numeric counts as 0. */
@@ -222,8 +231,9 @@ export function handle(store, method, target, cache = null) {
   return { status: 404, body: NOT_FOUND };
 }
 
-/** Cache-aside: GET first; on a miss SQLite answers and a 200 body is SET in the background. */
-async function cachedLookup(store, cache, id, region) {
+/** Cache-aside: GET first; on a miss SQLite answers and a 200 body is SET in the background. `region` is
+ * regionOf()'s (already checked). */
+export async function cachedLookup(store, cache, id, region) {
   const key = cacheKey(region, id);
   const cached = await cache.get(key);
   if (cached !== null) return { status: 200, body: cached };
@@ -234,7 +244,7 @@ async function cachedLookup(store, cache, id, region) {
 }
 
 /** /healthz: the status follows SQLite alone; `redis` is "disabled", "ok" or "down". */
-function health(sqliteOk, redis) {
+export function health(sqliteOk, redis) {
   const body = sqliteOk
     ? JSON.stringify({ status: "ok", sqlite: "ok", redis })
     : JSON.stringify({ status: "unavailable", sqlite: "down", redis });

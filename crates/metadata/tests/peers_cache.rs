@@ -5,7 +5,8 @@
 //!
 //! The runtimes run as the harness runs them: metadata-rs the built binary, the peers under the pinned Bun and
 //! Node from bench/peers/node_modules (scripts/install-test-deps.sh installs them); when those are absent the
-//! tests fail naming what is missing, as the other peer tests do.
+//! tests fail naming what is missing, as the other peer tests do. The framework peers (metadata/fastify.mjs and
+//! express.mjs, each on Node and on Bun, under compare's runtime names) take the same sequences.
 
 mod common;
 
@@ -20,7 +21,7 @@ use testkit::Redis;
 use testkit::process::{Guard, wait_for_exit};
 use testkit::wait::{eventually, until};
 
-const RUNTIMES: [&str; 3] = ["rust", "bun", "node"];
+const RUNTIMES: [&str; 7] = ["rust", "bun", "node", "fastify-node", "fastify-bun", "express-node", "express-bun"];
 
 fn peers_dir() -> PathBuf {
     testkit::workspace::root().join("bench/peers")
@@ -45,29 +46,45 @@ fn require_peers() {
     );
 }
 
-/// The command that runs `name` ("rust", "bun" or "node") with the metadata-rs variables in `env` and nothing
-/// else from this process's environment.
+/// The command that runs `name` (one of [`RUNTIMES`]) with the metadata-rs variables in `env` and nothing
+/// else from this process's environment: the peers as compare runs them (`bun run FILE` or `node
+/// --disable-warning=ExperimentalWarning FILE` in bench/peers, the framework peers with NODE_ENV=production).
 fn command(name: &str, env: &[(&str, &str)]) -> Command {
     let script = |file: &str| peers_dir().join("metadata").join(file);
-    let mut cmd = match name {
-        "rust" => Command::new(testkit::workspace::binary("metadata-rs")),
-        "bun" => {
-            let mut c = Command::new(bun());
-            c.arg("run").arg(script("server-bun.ts"));
-            c
-        }
-        "node" => {
-            let mut c = Command::new(node());
-            c.arg("--disable-warning=ExperimentalWarning").arg(script("server-node.mjs"));
-            c
-        }
+    let peer = match name {
+        "rust" => None,
+        "bun" => Some((true, "server-bun.ts")),
+        "node" => Some((false, "server-node.mjs")),
+        "fastify-node" => Some((false, "fastify.mjs")),
+        "fastify-bun" => Some((true, "fastify.mjs")),
+        "express-node" => Some((false, "express.mjs")),
+        "express-bun" => Some((true, "express.mjs")),
         other => panic!("no runtime {other}"),
     };
+    let mut cmd = match peer {
+        None => Command::new(testkit::workspace::binary("metadata-rs")),
+        Some((true, file)) => {
+            let mut c = Command::new(bun());
+            c.arg("run").arg(script(file));
+            c
+        }
+        Some((false, file)) => {
+            let mut c = Command::new(node());
+            c.arg("--disable-warning=ExperimentalWarning").arg(script(file));
+            c
+        }
+    };
+    if peer.is_some() {
+        cmd.current_dir(peers_dir());
+    }
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("RUST_LOG", "error")
         .env("METADATA_WORKERS", "1")
         .stdin(Stdio::null());
+    if name.contains('-') {
+        cmd.env("NODE_ENV", "production");
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -80,18 +97,28 @@ struct Runtime {
     child: Guard,
 }
 
-/// Starts `name` on `db` with the cache on `redis_url` and a Redis deadline of `timeout_ms`, and waits until its
-/// /healthz answers 200.
+/// Starts every runtime in `names` at once (each on its own thread: a framework peer on Bun takes about a second
+/// to answer), in the order given.
+fn start_all(names: &[&'static str], start: impl Fn(&'static str) -> Runtime + Sync) -> Vec<Runtime> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = names.iter().map(|&n| s.spawn(|| start(n))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    })
+}
+
+/// Starts `name` on `db` with the cache on `redis_url` (none when empty) and a Redis deadline of `timeout_ms`,
+/// and waits until its /healthz answers 200.
 fn start(name: &'static str, db: &Path, redis_url: &str, timeout_ms: u64) -> Runtime {
     let port = testkit::free_port();
     let (port_text, timeout_text) = (port.to_string(), timeout_ms.to_string());
-    let env = [
+    let mut env = vec![
         ("METADATA_PORT", port_text.as_str()),
         ("METADATA_HOSTNAME", "127.0.0.1"),
         ("METADATA_DB", db.to_str().expect("UTF-8 path")),
-        ("METADATA_REDIS_URL", redis_url),
-        ("METADATA_REDIS_TIMEOUT_MS", timeout_text.as_str()),
     ];
+    if !redis_url.is_empty() {
+        env.extend([("METADATA_REDIS_URL", redis_url), ("METADATA_REDIS_TIMEOUT_MS", timeout_text.as_str())]);
+    }
     let child = command(name, &env).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
     let mut child = Guard(child.unwrap_or_else(|e| panic!("could not start {name}: {e}")));
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
@@ -245,7 +272,7 @@ fn peers_send_redis_what_metadata_rs_sends_and_answer_the_same_bytes() {
     let (a, b) = (&ids[0], &ids[1]);
     // A generous deadline: this test counts commands, and a command timed out on a busy machine would go
     // uncounted. The outage test below runs with the default 50 ms.
-    let runtimes: Vec<Runtime> = RUNTIMES.into_iter().map(|n| start(n, &data.db(), &redis.url(), 2000)).collect();
+    let runtimes = start_all(&RUNTIMES, |n| start(n, &data.db(), &redis.url(), 2000));
 
     use Touch::*;
     let steps: Vec<(&str, String, Touch)> = vec![
@@ -374,6 +401,26 @@ fn node_rides_out_redis_outages() {
     rides_out_redis_outages("node");
 }
 
+#[test]
+fn fastify_node_rides_out_redis_outages() {
+    rides_out_redis_outages("fastify-node");
+}
+
+#[test]
+fn fastify_bun_rides_out_redis_outages() {
+    rides_out_redis_outages("fastify-bun");
+}
+
+#[test]
+fn express_node_rides_out_redis_outages() {
+    rides_out_redis_outages("express-node");
+}
+
+#[test]
+fn express_bun_rides_out_redis_outages() {
+    rides_out_redis_outages("express-bun");
+}
+
 /// Runs `name` to its exit (within 20 s): (exit code, stderr).
 fn run_to_exit(name: &str, env: &[(&str, &str)]) -> (Option<i32>, String) {
     let child = command(name, env).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn");
@@ -421,7 +468,7 @@ fn peers_serve_from_sqlite_when_redis_is_not_there_at_start() {
     let id = &present_ids(&data, 1)[0];
     // A port nothing listens on: every connection attempt is refused.
     let url = format!("redis://127.0.0.1:{}/0", testkit::free_port());
-    let runtimes: Vec<Runtime> = RUNTIMES.into_iter().map(|n| start(n, &data.db(), &url, 50)).collect();
+    let runtimes = start_all(&RUNTIMES, |n| start(n, &data.db(), &url, 50));
     let path = format!("/v1/metadata/{id}?region=ko");
     let want = view(&runtimes[0].send("GET", &path));
     assert_eq!(want.0, 200);
@@ -437,6 +484,63 @@ fn peers_serve_from_sqlite_when_redis_is_not_there_at_start() {
     }
     for mut rt in runtimes {
         rt.assert_running();
+        rt.stop();
+    }
+}
+
+/// Without a cache (the plain metadata workload), every runtime answers the routing edges the framework peers
+/// decide with their own routers (parameters, trailing slashes, case, encoded slashes, long ids, repeated
+/// regions, other methods) as metadata-rs does: status, content type and length, Allow, Retry-After, bytes.
+#[test]
+fn every_peer_routes_like_metadata_rs_without_a_cache() {
+    require_peers();
+    let data = Dataset::generate(20, 5, 14);
+    let ids = present_ids(&data, 2);
+    let (a, b) = (&ids[0], &ids[1]);
+    let runtimes = start_all(&RUNTIMES, |n| start(n, &data.db(), "", 50));
+    let long = "x".repeat(300);
+    let probes: Vec<(&str, String)> = vec![
+        ("GET", format!("/v1/metadata/{a}?region=ja")),
+        ("HEAD", format!("/v1/metadata/{a}?region=ja")),
+        ("GET", format!("/v1/metadata/{a}")),
+        ("GET", format!("/v1/metadata/{a}?region=")),
+        ("GET", format!("/v1/metadata/{a}?region=ko&region=x;y")),
+        ("GET", format!("/v1/metadata/{a}?region=x;y&region=ko")),
+        ("GET", format!("/v1/metadata/{}?region=zh-TW", testkit::http::enc(b))),
+        ("GET", format!("/v1/metadata/{a}/")),
+        ("GET", format!("/V1/metadata/{a}")),
+        ("GET", "/v1/metadata/".to_string()),
+        ("GET", "/v1/metadata".to_string()),
+        ("GET", "/v1/metadata/a/b".to_string()),
+        ("GET", "/v1/metadata/a%2Fb".to_string()),
+        ("GET", "/v1/metadata/%zz?region=ja".to_string()),
+        ("GET", format!("/v1/metadata/{long}")),
+        ("GET", "/v1/metadata/no-such-video".to_string()),
+        ("DELETE", format!("/v1/metadata/{a}")),
+        ("POST", format!("/v1/metadata/{a}")),
+        ("PUT", "/healthz".to_string()),
+        ("GET", "/healthz".to_string()),
+        ("HEAD", "/healthz".to_string()),
+        ("GET", "/healthz/".to_string()),
+        ("GET", "/nope".to_string()),
+        ("GET", "/x/%zz".to_string()),
+    ];
+    let rust: Vec<View> = probes.iter().map(|(m, t)| view(&runtimes[0].send(m, t))).collect();
+    let statuses: Vec<u16> = rust.iter().map(|v| v.0).collect();
+    assert_eq!(
+        statuses,
+        [
+            200, 200, 200, 200, 200, 400, 200, 404, 404, 404, 404, 404, 404, 400, 404, 404, 405, 405, 405, 200, 200,
+            404, 404, 404
+        ],
+        "rust's statuses"
+    );
+    for rt in &runtimes[1..] {
+        for ((method, target), want) in probes.iter().zip(&rust) {
+            assert_eq!(&view(&rt.send(method, target)), want, "{}: {method} {target} differs from rust", rt.name);
+        }
+    }
+    for rt in runtimes {
         rt.stop();
     }
 }
