@@ -28,6 +28,10 @@ command -v wrk >/dev/null 2>&1 || need+=(wrk)
 command -v sqlmap >/dev/null 2>&1 || need+=(sqlmap)
 # compare's tests/html_report.rs renders the HTML report in Debian's headless Chromium.
 command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)
+# The php runtime (bench/peers/php, crates/metadata/tests/php.rs) runs metadata.php in php-fpm behind nginx.
+command -v php-fpm8.2 >/dev/null 2>&1 || [ -x /usr/sbin/php-fpm8.2 ] || need+=(php8.2-fpm)
+[ -f /etc/php/8.2/mods-available/sqlite3.ini ] || need+=(php8.2-sqlite3)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 if [ "${#need[@]}" -gt 0 ]; then
   echo "install-test-deps: apt-get install ${need[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
