@@ -37,24 +37,36 @@ pub fn stack(runtime: Runtime, workload: Workload) -> Option<&'static str> {
 fn framework(fw: Framework, service: Service) -> &'static str {
     match (fw, service) {
         (Framework::Fastify, Service::Ladder) => {
-            "Fastify 5 routes: the POST body parsed by Fastify's JSON parser and validated by its Ajv against the \
-             route's schema (extra properties rejected, nothing coerced: rust's verdicts), 200 answers \
-             serialized by fast-json-stringify from the route's response schema; the SQLite and PostgreSQL \
-             reads are the peers' shared code. content-type is set to rust's `application/json` (Fastify's \
-             default adds `; charset=utf-8`)."
+            "Fastify 5 routes: the POST body read raw by a content-type parser and decoded as ladder-rs does \
+             (invalid UTF-8 and a BOM refused), validated by Fastify's own Ajv against the route's schema (extra \
+             properties rejected, nothing coerced: rust's verdicts), every 200 serialized by fast-json-stringify \
+             from the route's response schema in rust's key order; the SQLite and PostgreSQL reads are the peers' \
+             shared code. An onSend hook per request sets rust's `application/json` (Fastify appends `; \
+             charset=utf-8`). Headers beyond rust's: `Connection: keep-alive` and Fastify's `Keep-Alive: \
+             timeout=72`."
+        }
+        (Framework::Fastify, Service::Metadata) => {
+            "Fastify 5 routes (the id a route parameter, the region from Fastify's query parser) around the peers' \
+             lookup; the 200 body is the peers' own answer builder (the bytes its cache stores), not Fastify's \
+             serializer. An onSend hook sets `application/json`; `Connection: keep-alive` and `Keep-Alive: \
+             timeout=72` added."
         }
         (Framework::Fastify, _) => {
-            "a Fastify 5 route around the peers' shared handler, its answer serialized by fast-json-stringify \
-             from the route's response schema where it has one; content-type set to rust's `application/json`."
+            "Fastify 5 routes, 200s serialized by fast-json-stringify from the route's response schema; an onSend \
+             hook sets `application/json`; `Connection: keep-alive` and `Keep-Alive: timeout=72` added."
         }
         (Framework::Express, Service::Ladder) => {
-            "Express 5 routes: the POST body read by express.json() (64 KiB limit) and checked by the same \
-             compiled ajv validator as node's peer; x-powered-by and ETag off, so the bytes are rust's and no \
-             hash of the body is computed per answer (what Express's defaults cost is in bench/results)."
+            "Express 5 routes (strict, case-sensitive): the POST body read by express.raw() under 64 KiB, not \
+             express.json(), whose iconv decoding would let invalid UTF-8 and a BOM through where rust refuses \
+             them, then checked by the same compiled ajv validator as node's peer; the answer sent as a Buffer \
+             with the content-type set directly (res.json() adds a charset). x-powered-by and ETag off, so no hash \
+             of the body per answer (on ladder-empty under Node the defaults cost about 7% of req/s). \
+             `Connection: keep-alive` and `Keep-Alive: timeout=5` added."
         }
         (Framework::Express, _) => {
-            "an Express 5 route around the peers' shared handler; x-powered-by and ETag off, so the bytes are \
-             rust's and no hash of the body is computed per answer."
+            "Express 5 routes (strict, case-sensitive) around the peers' shared handler, the answer sent as a \
+             Buffer with the content-type set directly; x-powered-by and ETag off, so no hash of the body per \
+             answer. `Connection: keep-alive` and `Keep-Alive: timeout=5` added."
         }
     }
 }
