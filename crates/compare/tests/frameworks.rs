@@ -50,11 +50,7 @@ fn every_framework_runtime_passes_its_checks_and_counts_on_what_it_serves() {
             let (workload, runtime) = (w.name(), rt.name());
             let of =
                 |k: Kind| recs.iter().filter(move |r| r.workload == workload && r.runtime == runtime && r.kind == k);
-            let voids: Vec<String> = recs
-                .iter()
-                .filter(|r| r.workload == workload && r.runtime == runtime && r.void)
-                .map(|r| format!("{} {}: {}", r.kind.as_str(), r.round, r.void_reason.as_deref().unwrap_or("")))
-                .collect();
+            let voids = common::voids(&recs, workload, runtime);
             assert!(voids.is_empty(), "{workload} {runtime}: {voids:#?}\n{stderr}");
             assert_eq!(of(Kind::Check).count(), 1, "{workload} {runtime} check");
             assert_eq!(of(Kind::Closed).count(), 1, "{workload} {runtime} closed runs");

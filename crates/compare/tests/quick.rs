@@ -61,11 +61,7 @@ fn quick_comparison_of_every_workload() {
         for runtime in ["rust", "bun", "node"].into_iter().chain(flight).chain(koa).chain(floor) {
             let of =
                 |k: Kind| recs.iter().filter(move |r| r.workload == workload && r.runtime == runtime && r.kind == k);
-            let voids: Vec<String> = recs
-                .iter()
-                .filter(|r| r.workload == workload && r.runtime == runtime && r.void)
-                .map(|r| format!("{} {}: {}", r.kind.as_str(), r.round, r.void_reason.as_deref().unwrap_or("")))
-                .collect();
+            let voids = common::voids(&recs, workload, runtime);
             assert!(voids.is_empty(), "{workload} {runtime}: {voids:#?}\n{stderr}");
             assert_eq!(of(Kind::Check).count(), 1, "{workload} {runtime} check");
             assert_eq!(of(Kind::Startup).count(), 2, "{workload} {runtime} startups");

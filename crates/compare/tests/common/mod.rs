@@ -82,6 +82,14 @@ pub fn meta() -> compare::records::RunMeta {
     }
 }
 
+/// Every void record of one cell, as `kind round: reason` lines (empty when the cell counted).
+pub fn voids(recs: &[compare::records::Record], workload: &str, runtime: &str) -> Vec<String> {
+    recs.iter()
+        .filter(|r| r.workload == workload && r.runtime == runtime && r.void)
+        .map(|r| format!("{} {}: {}", r.kind.as_str(), r.round, r.void_reason.as_deref().unwrap_or("")))
+        .collect()
+}
+
 /// The JSONL record files compare wrote into `dir`.
 pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
