@@ -31,10 +31,8 @@ command -v wrk >/dev/null 2>&1 || need+=(wrk)
 command -v taskset >/dev/null 2>&1 || need+=(util-linux)
 # npm only installs the peers; the peers' own Node 22 comes from the lockfile.
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
-# The php runtime's peer (bench/peers/php/serve.sh) runs metadata.php in php-fpm behind nginx.
-command -v php-fpm8.2 >/dev/null 2>&1 || [ -x /usr/sbin/php-fpm8.2 ] || need+=(php8.2-fpm)
-[ -f /etc/php/8.2/mods-available/sqlite3.ini ] || need+=(php8.2-sqlite3)
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+# The php runtime's php-fpm and nginx are system packages with services, installed (kept from starting) by
+# scripts/install-test-deps.sh with PostgreSQL and redis-server; bench/compare.sh runs both scripts.
 if [ "${#need[@]}" -gt 0 ]; then
   echo "setup: apt-get install ${need[*]}"
   apt_install "${need[@]}"

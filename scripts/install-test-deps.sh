@@ -35,10 +35,28 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light
 if [ "${#need[@]}" -gt 0 ]; then
   echo "install-test-deps: apt-get install ${need[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  # Debian starts each service a package ships as it installs: nginx would listen on port 80 of every
+  # interface. Nothing here uses those services (tests and compare start their own on loopback), so while
+  # installing, policy-rc.d (Debian's switch for this; container images ship one) says no to every start.
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
+    trap 'as_root rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+  if [ -n "$(trap -p EXIT)" ]; then
+    as_root rm -f "$policy"
+    trap - EXIT
+  fi
+  # ...and nginx and php-fpm, which nothing else on a test machine wants, stay off at the next boot too.
+  installed() { printf '%s\n' "${need[@]}" | grep -qx "$1"; }
+  if [ -d /run/systemd/system ]; then
+    if installed nginx-light; then as_root systemctl disable -q nginx || true; fi
+    if installed php8.2-fpm; then as_root systemctl disable -q php8.2-fpm || true; fi
+  fi
 fi
-# Debian's packages enable system redis and postgresql services; tests start their own on free ports in temp
-# dirs and never use those.
+# Debian's packages enable system redis and postgresql services (started at the next boot); tests start their
+# own on free ports in temp dirs and never use those.
 
 # The contract tests and compare's end-to-end run use the pinned Bun and Node peers and their libraries;
 # npm ci again whenever package-lock.json is newer than what node_modules was installed from.
