@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bounded fuzzing with cargo-fuzz (libFuzzer) on the stable toolchain: builds every target in fuzz/ once, then
 # runs each for SECONDS_PER_TARGET seconds (default 20, for CI; longer by hand: `bash scripts/fuzz.sh 600`;
-# `bash scripts/fuzz.sh --build-only` builds and stops, as scripts/test.sh does ahead of time),
+# `bash scripts/fuzz.sh --build-only` builds and stops, as scripts/test.sh does ahead of time; `--fetch-only` installs and downloads only),
 # starting from the committed seeds (fuzz/seeds/<target>) plus whatever earlier runs left in fuzz/corpus/<target>
 # (gitignored; libFuzzer adds the inputs that found new coverage there).
 #
@@ -12,8 +12,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 seconds="${1:-20}"
-if ! [[ "$seconds" =~ ^([1-9][0-9]*|--build-only)$ ]]; then
-  echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET | --build-only]" >&2
+if ! [[ "$seconds" =~ ^([1-9][0-9]*|--build-only|--fetch-only)$ ]]; then
+  echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET | --build-only | --fetch-only]" >&2
   exit 64
 fi
 
@@ -26,6 +26,12 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 cd fuzz
+# --fetch-only: cargo-fuzz and every crate the build needs on disk, so a build started after it never takes
+# cargo's download lock (scripts/test.sh stops its background build while the tests run).
+if [ "$seconds" = --fetch-only ]; then
+  cargo fetch
+  exit 0
+fi
 echo "== cargo fuzz build (no sanitizer, debug assertions)"
 cargo fuzz build -s none -a
 if [ "$seconds" = --build-only ]; then
