@@ -227,6 +227,20 @@ impl Drop for InFlight {
     }
 }
 
+/// A vectored write of at most this many bytes (hyper's head and body, both small) is copied into one buffer and
+/// sent with one `send`; larger ones go to `writev` as they are. The kernel charges a `writev` of two iovecs
+/// about 350 ns more than a `send` of the same bytes, while copying 8 KiB costs less than that; from 16 KiB on
+/// the copy costs as much or more (measured: `cargo run --release -p serve --example write_cost`,
+/// bench/results/20261204T1615Z-write-path.md). hyper's own flattening (`writev(false)`) would copy every body,
+/// a 100 KB file too, into a per-connection buffer that keeps its size.
+const COALESCE_MAX: usize = 8 * 1024;
+
+thread_local! {
+    /// The coalescing buffer: one per worker thread, used only within one `poll_write_vectored` call. A fixed
+    /// array in thread-local storage, so it is never allocated or grown and no capacity check runs per write.
+    static COALESCED: RefCell<[u8; COALESCE_MAX]> = const { RefCell::new([0; COALESCE_MAX]) };
+}
+
 /// The socket, with its deadlines. While a request is in flight: no byte may stay unmoved in either direction
 /// for `--io-timeout` (a stalled upload, a client that stops reading; the handler's side is [`ConnFuture`]'s).
 /// While none is, two apply:
@@ -336,7 +350,20 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for IdleIo<I> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        let result = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        let result = if bufs.len() > 1 && total <= COALESCE_MAX {
+            // A short write is reported as such: hyper advances its buffers by the count, as after `writev`.
+            COALESCED.with_borrow_mut(|coalesced| {
+                let mut len = 0;
+                for buf in bufs {
+                    coalesced[len..len + buf.len()].copy_from_slice(buf);
+                    len += buf.len();
+                }
+                Pin::new(&mut this.io).poll_write(cx, &coalesced[..len])
+            })
+        } else {
+            Pin::new(&mut this.io).poll_write_vectored(cx, bufs)
+        };
         this.after_write(cx, result)
     }
 
@@ -490,5 +517,116 @@ impl http_body::Body for TrackedBody {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A byte sink that records each write call and takes at most `accept` bytes per call, as a socket with a
+    /// nearly full send buffer would. Vectored, like a TCP stream, so hyper would hand it iovecs.
+    struct Recorder {
+        calls: Vec<(&'static str, Vec<u8>)>,
+        accept: usize,
+    }
+
+    impl AsyncRead for Recorder {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            Poll::Pending
+        }
+    }
+
+    impl AsyncWrite for Recorder {
+        fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+            let this = self.get_mut();
+            let n = buf.len().min(this.accept);
+            this.calls.push(("write", buf[..n].to_vec()));
+            Poll::Ready(Ok(n))
+        }
+
+        fn poll_write_vectored(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            bufs: &[io::IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            let this = self.get_mut();
+            let all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+            let n = all.len().min(this.accept);
+            this.calls.push(("writev", all[..n].to_vec()));
+            Poll::Ready(Ok(n))
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            true
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    fn idle_io(accept: usize) -> IdleIo<Recorder> {
+        IdleIo { io: Recorder { calls: Vec::new(), accept }, conn: Rc::new(ConnState::new(&Limits::default())) }
+    }
+
+    fn write_vectored(io: &mut IdleIo<Recorder>, bufs: &[&[u8]]) -> usize {
+        let slices: Vec<io::IoSlice<'_>> = bufs.iter().map(|b| io::IoSlice::new(b)).collect();
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match Pin::new(io).poll_write_vectored(&mut cx, &slices) {
+            Poll::Ready(Ok(n)) => n,
+            other => panic!("the recorder always takes bytes: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_small_head_and_body_leave_in_one_write() {
+        let mut io = idle_io(usize::MAX);
+        let (head, body) = (b"HTTP/1.1 200 OK\r\ncontent-length: 13\r\n\r\n".as_slice(), b"Hello, World!".as_slice());
+        assert_eq!(write_vectored(&mut io, &[head, body]), head.len() + body.len());
+        assert_eq!(io.io.calls, [("write", [head, body].concat())]);
+
+        // The largest coalesced write, and one byte more.
+        let body = vec![b'x'; COALESCE_MAX - head.len()];
+        write_vectored(&mut io, &[head, &body]);
+        let body = vec![b'x'; COALESCE_MAX - head.len() + 1];
+        write_vectored(&mut io, &[head, &body]);
+        let kinds: Vec<_> = io.io.calls.iter().map(|(kind, bytes)| (*kind, bytes.len())).collect();
+        assert_eq!(kinds[1..], [("write", COALESCE_MAX), ("writev", COALESCE_MAX + 1)]);
+    }
+
+    #[tokio::test]
+    async fn a_large_body_and_a_single_buffer_go_out_as_they_are() {
+        let mut io = idle_io(usize::MAX);
+        let body = vec![b'x'; 100 * 1024];
+        write_vectored(&mut io, &[b"HTTP/1.1 200 OK\r\n\r\n", &body]);
+        write_vectored(&mut io, &[b"only the head"]);
+        let kinds: Vec<_> = io.io.calls.iter().map(|(kind, bytes)| (*kind, bytes.len())).collect();
+        assert_eq!(kinds, [("writev", 19 + 100 * 1024), ("writev", 13)]);
+    }
+
+    #[tokio::test]
+    async fn a_short_coalesced_write_reports_what_was_taken() {
+        // The caller (hyper) advances its buffers by the count and writes the rest again, as after a short
+        // writev; every byte arrives once and in order.
+        let mut io = idle_io(10);
+        let (head, body) = (b"HTTP/1.1 200 OK\r\n\r\n".as_slice(), b"0123456789abcdef".as_slice());
+        let mut sent = 0;
+        while sent < head.len() + body.len() {
+            let rest: Vec<u8> = [head, body].concat()[sent..].to_vec();
+            let (a, b) = rest.split_at(rest.len().min(4));
+            sent += write_vectored(&mut io, &[a, b]);
+        }
+        let received: Vec<u8> = io.io.calls.iter().flat_map(|(_, bytes)| bytes.iter().copied()).collect();
+        assert_eq!(received, [head, body].concat());
+        assert!(io.io.calls.iter().all(|(kind, bytes)| *kind == "write" && bytes.len() <= 10));
     }
 }
