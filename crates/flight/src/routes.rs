@@ -56,9 +56,14 @@ struct PathEntry {
     allow: HeaderValue,
 }
 
+/// The table's hasher: foldhash hashes a short path in a fraction of SipHash's instructions (the route lookup's
+/// hash was about 100 instructions of a hello response's 7,000, bench/results/20261204T1615Z-write-path.md).
+/// The table is built once at start-up and only read, so a request cannot grow a chain the way HashDoS does.
+type PathHasher = foldhash::fast::RandomState;
+
 /// The merged table. Unknown paths go to the fallback (static files / SPA, or a JSON 404).
 pub struct RouteTable {
-    paths: HashMap<Box<str>, PathEntry>,
+    paths: HashMap<Box<str>, PathEntry, PathHasher>,
     answer_options: bool,
 }
 
@@ -66,7 +71,7 @@ impl RouteTable {
     /// Merges fragments; the same method and path from two fragments (or twice from one) is an error naming
     /// both backends. `answer_options` makes OPTIONS on any registered path a 204 with Allow (CORS is on).
     pub fn merge(fragments: Vec<Fragment>, answer_options: bool) -> Result<RouteTable, DuplicateRoute> {
-        let mut paths: HashMap<Box<str>, PathEntry> = HashMap::new();
+        let mut paths: HashMap<Box<str>, PathEntry, PathHasher> = HashMap::default();
         for fragment in fragments {
             for (method, path, handler) in fragment.routes {
                 let entry = paths
