@@ -408,7 +408,7 @@ pub fn server_spec(runtime: Runtime, workload: Workload, paths: &Paths, env: &Se
     spec.cwd = paths.repo.clone();
     let launch = Launch { runtime, workload, paths, env };
     match (runtime, workload.service()) {
-        (Runtime::Target(t), _) => target_spec(&mut spec, t),
+        (Runtime::Target(t), _) => target_spec(&mut spec, t, &launch),
         (Runtime::Koa | Runtime::KoaBun, _) => {
             launch.js(&mut spec, "flight/hello-koa.mjs", &[]);
             spec.env = vec![("NODE_ENV".to_string(), "production".to_string())];
@@ -580,14 +580,28 @@ fn listen_env(port: &str, host: &str) -> [(String, String); 2] {
     [(port.into(), "{port}".into()), (host.into(), "127.0.0.1".into())]
 }
 
-/// A `--target`: attached to where it runs, or its command through `sh -c` with PORT and HOSTNAME.
-fn target_spec(spec: &mut ServerSpec, target: &Target) {
+/// The Redis database of the started targets' Flight production stores (rust's is 1, bun's 2, node's 3,
+/// metadata-cached's 4, the compiled Bun executables' 5 and 6).
+const TARGET_REDIS_DB: u8 = 7;
+
+/// A `--target`: attached to where it runs, or its command through `sh -c` with PORT and HOSTNAME and the
+/// environment rust gets on the workload (its settings, the dataset, the database URLs, the site): a build of
+/// one of this workspace's servers, the previous commit's say, then runs exactly as the rust cell does.
+fn target_spec(spec: &mut ServerSpec, target: &Target, launch: &Launch<'_>) {
     spec.cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     match &target.kind {
         TargetKind::Running { port, pid } => spec.attach = Some((*port, *pid)),
         TargetKind::Command { command } => {
             spec.args = vec!["-c".into(), command.clone()];
-            spec.env = listen_env("PORT", "HOSTNAME").to_vec();
+            spec.env = server_spec(Runtime::Rust, launch.workload, launch.paths, launch.env).env;
+            spec.env.extend(listen_env("PORT", "HOSTNAME"));
+            // Its own Redis database for Flight's production stores, as every runtime has, so no check of rust's
+            // is answered from its cache (every target of a run shares this one).
+            if let (Some((_, url)), Some(redis)) =
+                (spec.env.iter_mut().find(|(k, _)| k == "FLIGHT_REDIS_URL"), &launch.env.redis_url)
+            {
+                *url = redis_db(redis, TARGET_REDIS_DB);
+            }
         }
     }
 }
@@ -718,7 +732,10 @@ pub fn database_pool(runtime: Runtime, workload: Workload, processes: usize) -> 
 /// Whether `runtime` keeps state in Redis on `workload`: Flight's sessions (flight-node in every mode), the
 /// production profile's sessions, rate limit and cache everywhere, and metadata-cached's cache-aside.
 pub fn uses_redis(runtime: Runtime, workload: Workload) -> bool {
-    let ports = matches!(runtime, Runtime::Rust | Runtime::Bun | Runtime::Node) || runtime.compiled().is_some();
+    // A started target runs with rust's environment (see `target_spec`), so it gets what rust gets.
+    let ports = matches!(runtime, Runtime::Rust | Runtime::Bun | Runtime::Node)
+        || runtime.compiled().is_some()
+        || matches!(runtime, Runtime::Target(t) if t.started_by_compare());
     let flight = matches!(runtime, Runtime::FlightNode | Runtime::FlightBun);
     (workload.service() == Service::Flight
         && (flight || (workload.flight_profile() == Some(FlightProfile::Production) && ports)))
@@ -1035,8 +1052,25 @@ mod tests {
         let s = server_spec(cmd, hello, &paths(), &ServerEnv::default());
         assert_eq!((s.program.as_path(), s.args.join(" ")), (Path::new("/bin/sh"), "-c node app.js".to_string()));
         assert!(s.env.contains(&("PORT".into(), "{port}".into())) && s.attach.is_none());
+        let site = ServerEnv { dist_path: Some(PathBuf::from("/tmp/site")), ..ServerEnv::default() };
+        let s = server_spec(cmd, Workload::Static, &paths(), &site);
+        for (k, v) in
+            [("FLIGHT_DIST_PATH", "/tmp/site"), ("FLIGHT_MIDDLEWARE", "production"), ("FLIGHT_PORT", "{port}")]
+        {
+            assert!(s.env.contains(&(k.into(), v.into())), "a started target gets rust's {k}: {:?}", s.env);
+        }
+        let redis = ServerEnv { redis_url: Some("redis://127.0.0.1:6390".into()), ..site };
+        let s = server_spec(cmd, Workload::Static, &paths(), &redis);
+        assert!(s.env.contains(&("FLIGHT_REDIS_URL".into(), "redis://127.0.0.1:6390/7".into())), "{:?}", s.env);
+        let data = ServerEnv { metadata_db: Some(PathBuf::from("/d/m.db")), ..ServerEnv::default() };
+        let s = server_spec(cmd, Workload::Metadata, &paths(), &data);
+        assert!(
+            s.env.contains(&("METADATA_DB".into(), "/d/m.db".into()))
+                && s.env.contains(&("PORT".into(), "{port}".into()))
+        );
         let running = leak_target(crate::plan::target::parse("mine=http://127.0.0.1:9").expect("target"));
         assert_eq!(server_spec(running, hello, &paths(), &ServerEnv::default()).attach, Some((9, None)));
         assert_eq!((running.name(), running.started_by_compare(), cmd.started_by_compare()), ("mine", false, true));
+        assert!(uses_redis(cmd, Workload::Static) && !uses_redis(running, Workload::Static));
     }
 }
