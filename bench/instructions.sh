@@ -7,6 +7,9 @@
 #   URL_PATH=/api/hello bash bench/instructions.sh after="$PWD/target/release/flight-rs --hostname 127.0.0.1 --port {port} --workers 1 --middleware bare" \
 #       before="/tmp/old-target/release/flight-rs --hostname 127.0.0.1 --port {port} --workers 1 --middleware bare"
 #   ROUNDS=5 CONNECTIONS=100 DURATION=10s URL_PATH=/ bash bench/instructions.sh LABEL=COMMAND ...
+#   A command may start with NAME=VALUE words: that server's environment (`flat=SERVE_X=1 /path/server ...`).
+#   TOP=20 adds each server's 20 costliest functions (their own instructions per response, round 1) to the
+#   summary: the profile of where a response's user-space work goes.
 # Results: bench/results/<UTC stamp>-<host>-instructions.{md,tsv}. The counts are user-space instructions of
 # the server process (callgrind does not see the kernel), so a change that moves work into or out of syscalls
 # shows only its user-space half; pair this with `strace -c` for the syscalls.
@@ -21,6 +24,7 @@ duration="${DURATION:-10s}"
 warmup="${WARMUP:-3s}"
 url_path="${URL_PATH:-/}"
 server_core="${SERVER_CORE:-0}"
+top="${TOP:-0}"
 loader_core="${LOADER_CORE:-1}"
 [ "$#" -ge 1 ] || { sed -n '2,12p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 [ -x "$bin/loadgen" ] || { echo "instructions: $bin/loadgen missing: run bash bench/setup.sh" >&2; exit 2; }
@@ -61,6 +65,26 @@ load() { # port, duration, json file: closed loop, the hello benchmark's shape
     --expect-status 200 --no-progress --json "$3" >/dev/null
 }
 json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+top_functions() { # annotate file, responses, total: the TOP functions by their own instructions, per response
+  python3 - "$1" "$2" "$3" "$top" <<'PY'
+import re, sys
+path, responses, total, top = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rows = []
+for line in open(path):
+    m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?)(?: \[(.*)\])?$", line)
+    if not m or ":" not in m.group(2):
+        continue
+    count = int(m.group(1).replace(",", ""))
+    # The thread's entry frames are listed with everything under them; a function's own count never is all.
+    if count >= 0.99 * total:
+        continue
+    name = m.group(2).split(":", 1)[1]
+    where = (m.group(3) or "").rsplit("/", 1)[-1]
+    rows.append((count / responses, name if len(name) <= 110 else name[:107] + "...", where))
+for per, name, where in rows[:top]:
+    print(f"| {per:,.0f} | `{name}` | {where} |")
+PY
+}
 total_instructions() { # the dump's "totals:" line holds Ir, the only event collected by default
   awk '/^totals:/ {print $2; found=1} END {if (!found) exit 1}' "$1"
 }
@@ -74,9 +98,16 @@ for round in $(seq 1 "$rounds"); do
     label="${labels[$i]}"
     port="$(free_port)"
     cmd="${commands[$i]//\{port\}/$port}"
-    # shellcheck disable=SC2086 # the command is a command line, split as the shell would
-    taskset -c "$server_core" valgrind --tool=callgrind --callgrind-out-file="$work/$label.$round.out" \
-      $cmd >"$work/$label.$round.log" 2>&1 &
+    # Leading NAME=VALUE words are the server's environment (as in a shell), set outside valgrind: callgrind
+    # would otherwise measure `env` and lose the server at its exec.
+    read -r -a words <<<"$cmd"
+    vars=()
+    while [ "${#words[@]}" -gt 0 ] && [[ "${words[0]}" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do
+      vars+=("${words[0]}")
+      words=("${words[@]:1}")
+    done
+    env "${vars[@]}" taskset -c "$server_core" valgrind --tool=callgrind --callgrind-out-file="$work/$label.$round.out" \
+      "${words[@]}" >"$work/$label.$round.log" 2>&1 &
     server=$!
     wait_ready "$port"
     load "$port" "$warmup" "$work/warmup.json"
@@ -90,14 +121,18 @@ for round in $(seq 1 "$rounds"); do
     responses="$(json_field "$work/measured.json" responses)"
     per="$(python3 -c "print(f'{$instructions / $responses:.0f}')")"
     printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$label" "$responses" "$instructions" "$per" | tee -a "$out.tsv"
+    if [ "$top" -gt 0 ] && [ "$round" -eq 1 ]; then
+      callgrind_annotate --threshold=100 "$dump" >"$work/$label.annotate" 2>/dev/null
+      top_functions "$work/$label.annotate" "$responses" "$instructions" >"$work/$label.top"
+    fi
   done
 done
 
 machine="$(nproc) CPUs, $(uname -sr), host $host, $(valgrind --version)"
 commit="$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-python3 - "$out.tsv" "$out.md" "$rounds" "$connections" "$duration" "$url_path" "$machine" "$commit" "$@" <<'PY'
-import csv, statistics, sys
-tsv, md, rounds, connections, duration, path, machine, commit, *specs = sys.argv[1:]
+python3 - "$out.tsv" "$out.md" "$rounds" "$connections" "$duration" "$url_path" "$machine" "$commit" "$work" "$@" <<'PY'
+import csv, os, statistics, sys
+tsv, md, rounds, connections, duration, path, machine, commit, work, *specs = sys.argv[1:]
 rows = list(csv.DictReader(open(tsv), delimiter="\t"))
 labels = list(dict.fromkeys(r["label"] for r in rows))
 per = {l: [int(r["instructions_per_response"]) for r in rows if r["label"] == l] for l in labels}
@@ -116,6 +151,12 @@ with open(md, "w") as f:
     f.write("\nUser-space instructions of the server process only (callgrind does not count the kernel). "
             "Requests still in flight when a window ends were partly served and not counted, at most "
             f"{connections} per window.\n")
+    for l in labels:
+        top = os.path.join(work, f"{l}.top")
+        if os.path.exists(top):
+            f.write(f"\n### {l}: the costliest functions (own instructions per response, round 1)\n\n"
+                    "| instructions | function | object |\n|---|---|---|\n")
+            f.write(open(top).read())
 print(open(md).read())
 PY
 echo "instructions: wrote $out.md and $out.tsv" >&2
