@@ -36,6 +36,8 @@ pub enum Cmd {
     Floor(crate::floor::FloorArgs),
     /// Re-render the Markdown summary (and the SVGs) from recorded JSONL files
     Report(crate::report::ReportArgs),
+    /// Judge one or more runs' records by the repeatability rule: a verdict per workload, runtime and metric
+    Verdict(crate::report::verdicts::VerdictArgs),
     /// Run loadgen and wrk against the same servers (the floor, the Node hello peer) and say whether they agree
     Calibrate(crate::calibrate::CalibrateArgs),
     /// Container image size and start time of docker-compose.yml's images, with the local Docker engine
@@ -126,6 +128,15 @@ pub struct RunArgs {
     /// them [default: 100000 per second of --duration].
     #[arg(long, env = "COMPARE_LOOKUPS", display_order = 26)]
     pub lookups: Option<u64>,
+    /// Measure the Rust binaries even when one is older than the sources it was built from (or was built in
+    /// another checkout); without it compare refuses, since the records name the checkout's commit. The
+    /// records list each such binary.
+    #[arg(long, env = "COMPARE_ALLOW_STALE", display_order = 27)]
+    pub allow_stale: bool,
+    /// The published method: 3 rounds of 20 s after 10 s warmups per cell (the default is 3 of 10 s after 3 s;
+    /// explicit --runs, --duration and --warmup win).
+    #[arg(long, env = "COMPARE_FULL", conflicts_with = "quick", display_order = 15)]
+    pub full: bool,
 }
 
 /// The longest capacity step: a search runs a dozen of them, so the comparison's 20 s runs would make one
@@ -133,8 +144,13 @@ pub struct RunArgs {
 const CAPACITY_STEP_MAX: Duration = Duration::from_secs(5);
 const CAPACITY_WARMUP_MAX: Duration = Duration::from_secs(1);
 
-/// The comparison's defaults for the shared flags: 3 runs of 20 s after 10 s warmup; `--quick`: 1 of 2 s after 1 s.
-const DEFAULTS: Defaults = Defaults { runs: [3, 1], duration: ["20s", "2s"], warmup: ["10s", "1s"] };
+/// The comparison's defaults for the shared flags: 3 rounds of 10 s after 3 s warmups, so every workload and
+/// runtime fits in about 2 hours on a 2-core machine (crates/compare/README.md, "How long"); `--quick`: 1 of
+/// 2 s after 1 s.
+const DEFAULTS: Defaults = Defaults { runs: [3, 1], duration: ["10s", "2s"], warmup: ["3s", "1s"] };
+
+/// `--full`: the seeds' published method, 3 rounds of 20 s after 10 s warmups (about twice as long).
+const FULL: Defaults = Defaults { runs: [3, 3], duration: ["20s", "20s"], warmup: ["10s", "10s"] };
 
 fn parse_dur(flag: &str, raw: &str) -> anyhow::Result<Duration> {
     loadgen::cli::parse_duration(raw).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
@@ -154,7 +170,7 @@ fn connection_counts(given: &[u32]) -> anyhow::Result<Vec<u32>> {
 impl RunArgs {
     /// Defaults, `--quick` and paths applied; `compare_exe` is the binary the floor runs.
     pub fn resolve(&self, command: Vec<String>, compare_exe: PathBuf) -> anyhow::Result<Config> {
-        let m = self.measure.resolve(&DEFAULTS, compare_exe)?;
+        let m = self.measure.resolve(if self.full { &FULL } else { &DEFAULTS }, compare_exe)?;
         let q = self.measure.quick;
         let duration = parse_dur("duration", m.duration)?;
         if duration < Duration::from_millis(100) {
@@ -219,6 +235,7 @@ impl RunArgs {
             lookups: self.lookups.unwrap_or((duration.as_secs_f64() * 100_000.0).round() as u64),
             soak,
             capacity,
+            allow_stale: self.allow_stale,
             command,
         })
     }
@@ -309,8 +326,13 @@ mod tests {
         let c = parse(&[]).expect("defaults");
         assert_eq!(
             (c.runs, c.duration, c.warmup, c.startup_runs, c.rows),
-            (3, Duration::from_secs(20), Duration::from_secs(10), 15, 100_000)
+            (3, Duration::from_secs(10), Duration::from_secs(3), 15, 100_000)
         );
+        let f = parse(&["--full"]).expect("full");
+        assert_eq!((f.runs, f.duration, f.warmup), (3, Duration::from_secs(20), Duration::from_secs(10)));
+        let f = parse(&["--full", "--runs", "5"]).expect("full with a flag");
+        assert_eq!((f.runs, f.duration), (5, Duration::from_secs(20)));
+        assert!(parse(&["--full", "--quick"]).is_err());
         assert_eq!(c.workloads, workloads::Workload::ALL);
         assert_eq!(c.runtimes, runtimes::ALL.to_vec());
         let q = parse(&["--quick"]).expect("quick");
@@ -320,6 +342,19 @@ mod tests {
         );
         let q = parse(&["--quick", "--runs", "2", "--warmup", "0"]).expect("quick with flags");
         assert_eq!((q.runs, q.warmup), (2, Duration::ZERO));
+    }
+
+    /// The default run's budget (crates/compare/README.md, "How long"): every workload and runtime in about 2
+    /// hours by the progress bar's estimate, which measured runs have come in under. A workload or runtime
+    /// that breaks it needs shorter defaults, not a longer main job.
+    #[test]
+    fn the_default_run_fits_in_about_two_hours() {
+        let hours = |args: &[&str]| crate::run::estimate::total(&parse(args).expect("parses")).1 / 3600.0;
+        let (default, full, quick) = (hours(&[]), hours(&["--full"]), hours(&["--quick"]));
+        assert!(default <= 2.0, "default run estimated at {default:.2} h");
+        assert!(full > 1.5 * default, "--full {full:.2} h against the default's {default:.2} h");
+        assert!(quick * 60.0 <= 15.0, "--quick estimated at {:.0} min", quick * 60.0);
+        eprintln!("estimates: default {default:.2} h, --full {full:.2} h, --quick {:.1} min", quick * 60.0);
     }
 
     #[test]

@@ -21,6 +21,7 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Cmd::Floor(args)) => floor::command(&args),
         Some(Cmd::Report(args)) => report::command(&args),
+        Some(Cmd::Verdict(args)) => report::verdicts::command(&args),
         Some(Cmd::Calibrate(args)) => calibrate::command(&args),
         Some(Cmd::Images(args)) => images::command(&args),
         Some(Cmd::Reap) => compare::system::process::reap(),

@@ -21,10 +21,10 @@ pub struct MeasureArgs {
     /// Measured runs per cell, interleaved round by round [default: 3; --quick: 1].
     #[arg(long, env = "COMPARE_RUNS", display_order = 3)]
     pub runs: Option<u32>,
-    /// Length of each measured run [default: 20s; --quick: 2s].
+    /// Length of each measured run [default: 10s; --full: 20s; --quick: 2s].
     #[arg(long, env = "COMPARE_DURATION", display_order = 4)]
     pub duration: Option<String>,
-    /// Discarded warmup before each run, 0 to skip [default: 10s; --quick: 1s].
+    /// Discarded warmup before each run, 0 to skip [default: 3s; --full: 10s; --quick: 1s].
     #[arg(long, env = "COMPARE_WARMUP", display_order = 5)]
     pub warmup: Option<String>,
     /// taskset list for the server under test.

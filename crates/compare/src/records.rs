@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::provenance::Provenance;
+
 /// Bumped when a field changes meaning; `compare report` refuses other versions.
 pub const SCHEMA: &str = "compare-record/1";
 
@@ -73,6 +75,9 @@ pub struct Layout {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LatencyUs {
     pub p50: u64,
+    /// Absent in records written before it was kept.
+    #[serde(default)]
+    pub p95: Option<u64>,
     pub p99: u64,
     pub p999: u64,
     pub max: u64,
@@ -224,6 +229,10 @@ pub struct Record {
     pub loader_cpu_us_per_resp: Option<f64>,
     pub rss_idle_kib: Option<u64>,
     pub rss_after_kib: Option<u64>,
+    /// The peak RSS of the server's tree: each process's high-water mark (VmHWM) at the end of the run,
+    /// summed (so an upper bound when its processes peaked at different times). Absent in older records.
+    #[serde(default)]
+    pub rss_peak_kib: Option<u64>,
     pub startup_ms: Option<f64>,
     /// Soak samples: seconds from the soak's first measured window to the end of this one. Absent in
     /// records written before soaks existed.
@@ -259,6 +268,10 @@ pub struct Record {
     /// database. Absent elsewhere.
     #[serde(default)]
     pub db_pool: Option<DbPool>,
+    /// Which commit, compiler and profile built the Rust binaries, and the lockfiles' hashes (provenance.rs).
+    /// Absent in older records.
+    #[serde(default)]
+    pub provenance: Option<Provenance>,
     pub void: bool,
     pub void_reason: Option<String>,
 }
@@ -270,6 +283,7 @@ pub struct RunMeta {
     pub command: Vec<String>,
     pub machine: Machine,
     pub layout: Layout,
+    pub provenance: Option<Provenance>,
 }
 
 impl Record {
@@ -308,6 +322,7 @@ impl Record {
             loader_cpu_us_per_resp: None,
             rss_idle_kib: None,
             rss_after_kib: None,
+            rss_peak_kib: None,
             startup_ms: None,
             elapsed_s: None,
             capacity: None,
@@ -319,6 +334,7 @@ impl Record {
             db_rtt_ms: None,
             db_proxy_cpu_us_per_resp: None,
             db_pool: None,
+            provenance: meta.provenance.clone(),
             void: false,
             void_reason: None,
         }
@@ -438,6 +454,7 @@ pub fn test_record(workload: &str, runtime: &str, kind: Kind, round: u32) -> Rec
         command: vec![],
         machine: Machine { hostname: "h".into(), cpus: 2, cpu_model: None, kernel: "k".into() },
         layout: Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+        provenance: None,
     };
     Record::new(&meta, workload, runtime, None, kind, round)
 }

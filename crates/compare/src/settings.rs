@@ -64,6 +64,8 @@ pub struct Config {
     pub capacity: Option<CapacitySearch>,
     /// metadata's DB-only runs: lookups per run (0: none).
     pub lookups: u64,
+    /// `--allow-stale`: measure binaries older than their sources (the records list them).
+    pub allow_stale: bool,
     /// compare's argv, recorded in every record.
     pub command: Vec<String>,
 }

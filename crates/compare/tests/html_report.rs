@@ -57,8 +57,9 @@ fn page_is_self_contained_and_shows_the_markdown() {
         assert!(!page.contains(external), "the page holds {external:?}: {page}");
     }
     // Each chart the Markdown links is inline; each Markdown table row is a table row.
-    assert_eq!(md.matches("![").count(), 1, "{md}");
-    assert_eq!(page.matches("<svg xmlns=\"http://www.w3.org/2000/svg\"").count(), 1, "{page}");
+    assert_eq!(md.matches("![").count(), 2, "the overview's chart and the workload's: {md}");
+    assert_eq!(page.matches("<svg xmlns=\"http://www.w3.org/2000/svg\"").count(), 2, "{page}");
+    assert!(page.contains("<title>Every workload against rust</title>"), "{page}");
     assert!(page.contains("<title>hello-bare: throughput and CPU per response</title>"), "{page}");
     let rows = md.lines().filter(|l| l.starts_with('|') && !l.starts_with("|---")).count();
     assert_eq!(page.matches("<tr>").count(), rows, "{page}");

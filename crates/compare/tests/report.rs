@@ -24,7 +24,7 @@ fn fixture_and_fresh_records_match_the_schema() {
     let meta = common::meta();
     let mut closed = Record::new(&meta, "metadata", "rust", Some("metadata-rs 0.1.0"), Kind::Closed, 2);
     closed.connections = Some(128);
-    closed.latency_us = Some(LatencyUs { p50: 100, p99: 900, p999: 2000, max: 5000 });
+    closed.latency_us = Some(LatencyUs { p50: 100, p95: Some(600), p99: 900, p999: 2000, max: 5000 });
     closed.statuses = [(200, 1000), (404, 10)].into_iter().collect();
     closed.errors = [("timeout".to_string(), 1)].into_iter().collect();
     closed.void_because("errors: timeout 1");
@@ -74,7 +74,16 @@ fn summary_from_the_fixture() {
     assert!(floor.contains("210,000 (200,000–220,000)") && floor.contains("| 1.92 | 0.67 | — | — |"), "{floor}");
 
     assert!(md.contains("Open loop at 40,000 req/s"), "{md}");
-    assert!(md.lines().any(|l| l.starts_with("| rust | 39,990 | 0.175 | 0.700 | 2.100 | 3.500 | 1/1 |")), "{md}");
+    // The fixture's records predate p95: its column says so.
+    assert!(md.lines().any(|l| l.starts_with("| rust | 39,990 | 0.175 | — | 0.700 | 2.100 | 3.500 | 1/1 |")), "{md}");
+    // The overview comes first, each cell judged: bun and node have void records, the floor only two rounds.
+    assert!(md.find("## Overview") < md.find("## hello-bare"), "{md}");
+    assert!(md.contains("| hello-bare | bun | 1.25 | not comparable: a void record | 0.80 |"), "{md}");
+    assert!(md.contains("| hello-bare | node | — | not comparable: a void record |"), "{md}");
+    assert!(
+        md.contains("| hello-bare | floor | 0.67 | no measurable difference: (a) fewer than 3 rounds | 1.92 |"),
+        "{md}"
+    );
     assert!(md.contains("- bun closed round 2: unexpected statuses 500: 1"), "{md}");
     assert!(!md.contains("loader-bound"), "no run was loader-bound: {md}");
 }

@@ -302,6 +302,7 @@ mod tests {
             (a.p50_us, b.p50_us),
             (a.p75_us, b.p75_us),
             (a.p90_us, b.p90_us),
+            (a.p95_us, b.p95_us),
             (a.p99_us, b.p99_us),
             (a.p99_9_us, b.p99_9_us),
             (a.p99_99_us, b.p99_99_us),

@@ -204,6 +204,9 @@ pub struct Latency {
     pub p50_us: u64,
     pub p75_us: u64,
     pub p90_us: u64,
+    /// Absent in reports written before it was kept (read as 0).
+    #[serde(default)]
+    pub p95_us: u64,
     pub p99_us: u64,
     pub p99_9_us: u64,
     pub p99_99_us: u64,
@@ -291,6 +294,7 @@ impl Latency {
             p50_us: q(0.50),
             p75_us: q(0.75),
             p90_us: q(0.90),
+            p95_us: q(0.95),
             p99_us: q(0.99),
             p99_9_us: q(0.999),
             p99_99_us: q(0.9999),

@@ -86,6 +86,7 @@ mod tests {
             command: vec![],
             machine: crate::records::machine_info(),
             layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+            provenance: None,
         };
         let mut r = Record::new(&meta, "metadata-cached", rt, None, Kind::Closed, round);
         r.cache = Some(CacheSeen { hits, misses });

@@ -207,6 +207,7 @@ mod tests {
             command: vec!["compare".into()],
             machine: crate::records::machine_info(),
             layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+            provenance: None,
         };
         let mut r = Record::new(&meta, "hello-bare", rt, None, Kind::Capacity, round);
         r.capacity = Some(CapacityFound {

@@ -122,7 +122,7 @@ mod tests {
             alpn: one("http/1.1"),
             full_handshakes: opened - resumed,
             resumed_handshakes: resumed,
-            handshake_latency_us: LatencyUs { p50: 1500, p99: 4000, p999: 5000, max: 9000 },
+            handshake_latency_us: LatencyUs { p50: 1500, p95: None, p99: 4000, p999: 5000, max: 9000 },
         });
         r
     }

@@ -95,6 +95,7 @@ mod tests {
             command: vec![],
             machine: Machine { hostname: "h".into(), cpus: 2, cpu_model: None, kernel: "k".into() },
             layout: Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+            provenance: None,
         };
         let mut r = Record::new(&meta, "notes-read", rt, None, Kind::Closed, round);
         (r.server_cpu_us_per_resp, r.server_kernel_pct, r.postgres_cpu_us_per_resp) = (Some(cpu), Some(kernel_pct), pg);

@@ -125,6 +125,7 @@ mod tests {
             command: vec![],
             machine: crate::records::machine_info(),
             layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+            provenance: None,
         };
         let run = |rt: &str, rtt: f64, rps: f64, pool: DbPool| {
             let mut r = Record::new(&meta, "ladder-postgres", rt, None, Kind::Closed, 1);

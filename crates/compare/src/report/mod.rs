@@ -11,8 +11,10 @@ pub mod costs;
 pub mod db_rtt;
 pub mod html;
 pub mod lookups;
+pub mod overview;
 pub mod soak;
 pub mod sweep;
+pub mod verdicts;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -38,9 +40,11 @@ pub struct CellSummary {
     pub void_cell: Option<String>,
     pub req_per_s: Option<Spread>,
     pub cpu_us_per_resp: Option<Spread>,
+    pub p95_us: Option<Spread>,
     pub p99_us: Option<Spread>,
     pub rss_idle_kib: Option<Spread>,
     pub rss_after_kib: Option<Spread>,
+    pub rss_peak_kib: Option<Spread>,
     pub startup_ms: Option<Spread>,
     pub loader_bound: bool,
     pub contended: bool,
@@ -54,6 +58,7 @@ pub struct OpenSummary {
     pub rate: Option<f64>,
     pub achieved: Option<Spread>,
     pub p50_us: Option<Spread>,
+    pub p95_us: Option<Spread>,
     pub p99_us: Option<Spread>,
     pub p999_us: Option<Spread>,
     pub max_us: Option<Spread>,
@@ -90,9 +95,11 @@ pub fn summarize(records: &[Record], workload: &str) -> Vec<CellSummary> {
                 void_cell,
                 req_per_s: spread(ok.iter().filter_map(|r| r.req_per_s)),
                 cpu_us_per_resp: spread(ok.iter().filter_map(|r| r.server_cpu_us_per_resp)),
+                p95_us: spread(ok.iter().filter_map(|r| r.latency_us.and_then(|l| l.p95)).map(|v| v as f64)),
                 p99_us: spread(ok.iter().filter_map(|r| r.latency_us.map(|l| l.p99 as f64))),
                 rss_idle_kib: rss_idle,
                 rss_after_kib: spread(ok.iter().filter_map(|r| r.rss_after_kib).map(|v| v as f64)),
+                rss_peak_kib: spread(ok.iter().filter_map(|r| r.rss_peak_kib).map(|v| v as f64)),
                 startup_ms: spread(startups.iter().filter(|r| !r.void).filter_map(|r| r.startup_ms)),
                 loader_bound: majority(&|r| r.loader_bound == Some(true)),
                 contended: majority(&|r| r.server_other_pct.is_some_and(|o| o >= 10.0)),
@@ -102,6 +109,7 @@ pub fn summarize(records: &[Record], workload: &str) -> Vec<CellSummary> {
                     rate: open.iter().find_map(|r| r.rate),
                     achieved: spread(open_ok.iter().filter_map(|r| r.rate_achieved)),
                     p50_us: spread(open_ok.iter().filter_map(|r| r.latency_us.map(|l| l.p50 as f64))),
+                    p95_us: spread(open_ok.iter().filter_map(|r| r.latency_us.and_then(|l| l.p95)).map(|v| v as f64)),
                     p99_us: spread(open_ok.iter().filter_map(|r| r.latency_us.map(|l| l.p99 as f64))),
                     p999_us: spread(open_ok.iter().filter_map(|r| r.latency_us.map(|l| l.p999 as f64))),
                     max_us: spread(open_ok.iter().filter_map(|r| r.latency_us.map(|l| l.max as f64))),
@@ -165,6 +173,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
     let _ =
         writeln!(out, "# compare: {}\n", if workloads.is_empty() { "no records".into() } else { workloads.join(", ") });
     run_lines(&mut out, records);
+    crate::report::overview::section(&mut out, records, md_path);
     // A soak's workload has checks and soak samples only; its own section (crate::report::soak) shows it.
     let soaked_only = |w: &str| {
         let of = records.iter().filter(|r| r.workload == w);
@@ -222,6 +231,9 @@ fn run_lines(out: &mut String, records: &[Record]) {
             "- layout: server on cores {}, loadgen (and compare) on {}, PostgreSQL and Redis on {}",
             l.server_cores, l.loader_cores, l.db_cores
         );
+        if let Some(p) = &r.provenance {
+            let _ = writeln!(out, "- built from: {}", crate::provenance::describe(p));
+        }
     }
 }
 
@@ -292,9 +304,11 @@ fn closed_table(records: &[Record], w: &str, summary: &[CellSummary], flags: &mu
         "version",
         "req/s",
         "CPU-µs/resp",
+        "p95 ms",
         "p99 ms",
         "idle RSS MiB",
         "RSS after MiB",
+        "peak RSS MiB",
         "startup ms",
         "req/s ÷ rust",
         "CPU ÷ rust",
@@ -307,7 +321,7 @@ fn closed_table(records: &[Record], w: &str, summary: &[CellSummary], flags: &mu
         if let Some(reason) = &c.void_cell {
             let void = format!("**VOID**: {reason}");
             let valid = format!("0/{}", c.closed_total);
-            table.row([c.runtime.as_str(), version, &void, "", "", "", "", "", "", "", "", "", &valid]);
+            table.row([c.runtime.as_str(), version, &void, "", "", "", "", "", "", "", "", "", "", "", &valid]);
             continue;
         }
         flags.loader_bound |= c.loader_bound;
@@ -330,9 +344,11 @@ fn closed_table(records: &[Record], w: &str, summary: &[CellSummary], flags: &mu
             version,
             &rps_text,
             &fmt_spread(c.cpu_us_per_resp, 2, 1.0),
+            &fmt_median(c.p95_us, 3, 1e-3),
             &fmt_median(c.p99_us, 3, 1e-3),
             &fmt_median(c.rss_idle_kib, 1, 1.0 / 1024.0),
             &fmt_median(c.rss_after_kib, 1, 1.0 / 1024.0),
+            &fmt_median(c.rss_peak_kib, 1, 1.0 / 1024.0),
             &fmt_spread(c.startup_ms, 1, 1.0),
             &ratio("rust", rps),
             &ratio("rust", cpu),
@@ -350,12 +366,14 @@ fn open_table(out: &mut String, summary: &[CellSummary]) {
         summary.iter().filter_map(|c| c.open.as_ref().map(|o| (c, o))).collect();
     let Some(rate) = open.iter().find_map(|(_, o)| o.rate) else { return };
     let _ = writeln!(out, "\nOpen loop at {} req/s (latency from each request's intended send time):\n", num(rate, 0));
-    let mut table = Table::new(["runtime", "achieved req/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "valid runs"]);
+    let mut table =
+        Table::new(["runtime", "achieved req/s", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms", "valid runs"]);
     for (c, o) in &open {
         table.row([
             c.runtime.as_str(),
             &fmt_median(o.achieved, 0, 1.0),
             &fmt_median(o.p50_us, 3, 1e-3),
+            &fmt_median(o.p95_us, 3, 1e-3),
             &fmt_spread(o.p99_us, 3, 1e-3),
             &fmt_spread(o.p999_us, 3, 1e-3),
             &fmt_median(o.max_us, 3, 1e-3),
@@ -525,6 +543,9 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
         svgs.push((path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), svg));
         Ok(())
     };
+    if let Some(svg) = crate::report::overview::chart(records) {
+        chart(charts::svg_path(md, crate::report::overview::CHART), svg)?;
+    }
     for w in workloads(records) {
         let bars = bars(&summarize(records, &w));
         if bars.is_empty() {
@@ -573,6 +594,7 @@ mod tests {
             command: vec!["compare".into()],
             machine: crate::records::machine_info(),
             layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+            provenance: None,
         };
         let closed = |w: &str, rt: &str, rps: f64, cpu: f64| {
             let mut r = Record::new(&meta, w, rt, None, Kind::Closed, 1);

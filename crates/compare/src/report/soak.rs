@@ -389,6 +389,7 @@ mod tests {
             command: vec!["compare".into()],
             machine: crate::records::machine_info(),
             layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+            provenance: None,
         };
         // Ten 5 s windows at 300 req/s; two served 100 and 260 req/s, one 285 (within 90%: not behind).
         let served = [1500, 1500, 500, 1300, 1425, 1500, 1500, 1500, 1500, 1499];
@@ -426,6 +427,7 @@ mod tests {
             command: vec!["compare".into()],
             machine: crate::records::machine_info(),
             layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+            provenance: None,
         };
         let mut soaked = Record::new(&meta, "metadata", "rust", None, Kind::Soak, 1);
         (soaked.rate, soaked.duration_s, soaked.requests) = (Some(300.0), Some(5.0), Some(1500));

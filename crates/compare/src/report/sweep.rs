@@ -294,6 +294,7 @@ mod tests {
             command: vec!["compare".into()],
             machine: crate::records::machine_info(),
             layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+            provenance: None,
         }
     }
 
@@ -308,13 +309,13 @@ mod tests {
                     let mut r = Record::new(&meta, "hello-bare", rt, None, Kind::Closed, round);
                     r.connections = Some(c);
                     (r.req_per_s, r.server_cpu_us_per_resp) = (Some(rps), Some(1e6 / rps));
-                    r.latency_us = Some(LatencyUs { p50: 100, p99: 200, p999: 300, max: 400 });
+                    r.latency_us = Some(LatencyUs { p50: 100, p95: None, p99: 200, p999: 300, max: 400 });
                     records.push(r);
                     let mut r = Record::new(&meta, "hello-bare", rt, None, Kind::Open, round);
                     r.connections = Some(c);
                     (r.rate, r.rate_achieved) = (Some(20_000.0), Some(20_000.0));
                     let p999 = if rt == "rust" { u64::from(c) * 10 } else { u64::from(c) * 40 };
-                    r.latency_us = Some(LatencyUs { p50: 50, p99: p999 / 2, p999, max: p999 * 2 });
+                    r.latency_us = Some(LatencyUs { p50: 50, p95: None, p99: p999 / 2, p999, max: p999 * 2 });
                     records.push(r);
                 }
             }

@@ -117,7 +117,7 @@ fn inputs_hash(peers: &Path, sources: &[PathBuf], bun_version: &str, flags: &[&s
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(&bytes);
     }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(crate::provenance::hex(&h.finalize()))
 }
 
 #[cfg(test)]

@@ -79,6 +79,7 @@ mod tests {
             command: vec!["compare".into()],
             machine: records::machine_info(),
             layout: records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
+            provenance: None,
         };
         let closed = |rps: f64, void: bool| {
             let mut r = Record::new(&meta, "hello-bare", "rust", None, Kind::Closed, 1);

@@ -281,6 +281,7 @@ pub fn capacity(
         }
         let run = loader::capacity(bench, server.port, input.load, search, start, json, input.tag)?;
         rec.rss_after_kib = server.rss_kib();
+        rec.rss_peak_kib = server.peak_rss_kib();
         if run.timed_out {
             rec.void_because(format!("loadgen capacity still running {:?} past its bound; killed", loader::SLACK));
         }
@@ -382,6 +383,7 @@ fn window(
         }
     }
     rec.rss_after_kib = server.rss_kib();
+    rec.rss_peak_kib = server.peak_rss_kib();
     crate::system::process::check_interrupted()?;
 
     // The loader cores' load says whether the loader, compare or a database there could keep up (a soak's
@@ -449,7 +451,9 @@ fn window(
 }
 
 fn latency(l: &loadgen::report::Latency) -> LatencyUs {
-    LatencyUs { p50: l.p50_us, p99: l.p99_us, p999: l.p99_9_us, max: l.max_us }
+    // A report written by a loadgen before p95 was kept reads it as 0: no p95 rather than a false one.
+    let p95 = (l.p95_us > 0 || l.count == 0).then_some(l.p95_us);
+    LatencyUs { p50: l.p50_us, p95, p99: l.p99_us, p999: l.p99_9_us, max: l.max_us }
 }
 
 /// What a run's handshakes negotiated, as the record keeps it.

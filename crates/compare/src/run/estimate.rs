@@ -4,9 +4,14 @@
 use crate::plan::workloads::Workload;
 use crate::settings::{Config, Soak};
 
+/// A measured run's time beyond its warmup and window: the fresh server's start, settling, priming and
+/// loadgen's exit. The median gap between consecutive run starts in the recorded default runs
+/// (bench/results/20261130T021959Z-vm, 20261130T001642Z-vm, 20261204T073025Z-vm) was warmup + duration + 0.6 s.
+const RUN_OVERHEAD_S: f64 = 0.7;
+
 /// Estimated seconds per step, for the progress bar.
 pub fn estimates(cfg: &Config) -> (f64, f64, f64) {
-    let run = cfg.warmup.as_secs_f64() + cfg.duration.as_secs_f64() + 2.0;
+    let run = cfg.warmup.as_secs_f64() + cfg.duration.as_secs_f64() + RUN_OVERHEAD_S;
     (3.0, 0.5, run)
 }
 

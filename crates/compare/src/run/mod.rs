@@ -34,6 +34,7 @@ use crate::plan::prerequisites;
 use crate::plan::runtimes::{self, Runtime};
 use crate::plan::workload_plan::{Plan, PlanInputs};
 use crate::plan::workloads::{Service, Workload};
+use crate::provenance::{self, Provenance};
 use crate::records::{self, Record, RunMeta, Sink};
 use crate::report;
 use crate::run::bench::Bench;
@@ -83,6 +84,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     if !missing.is_empty() {
         bail!("missing prerequisites:\n  - {}", missing.join("\n  - "));
     }
+    let binaries = provenance::binaries(&cfg.paths, &cfg.workloads, !cfg.db_rtt.is_empty());
+    let provenance = provenance::gather(&cfg.paths.repo, &binaries, cfg.allow_stale)?;
     // bun-compiled and bun-bytecode: their executables, from the current sources (a no-op when built).
     bun_build::ensure(cfg)?;
     // Servers and loadgen are compare's children: raising compare's own soft limit (loadgen's mechanism)
@@ -93,7 +96,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     if let Outcome::Raised { from, to } = open_files::ensure(needed, most as usize).map_err(anyhow::Error::msg)? {
         eprintln!("compare: open-file limit raised from {from} to {to} for every server and loader (needed {needed})");
     }
-    let meta = run_meta(cfg);
+    let meta = run_meta(cfg, provenance);
     let jsonl = cfg.out_dir.join(format!("{}.jsonl", meta.run_id));
     let md = jsonl.with_extension("md");
     let sink = Sink::create(&jsonl)?;
@@ -195,8 +198,9 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     Ok(Finished { jsonl, md, markdown, records, problems })
 }
 
-/// What every record of this run carries: its id (UTC stamp and host), the command, the machine, the layout.
-fn run_meta(cfg: &Config) -> RunMeta {
+/// What every record of this run carries: its id (UTC stamp and host), the command, the machine, the layout,
+/// where its binaries came from.
+fn run_meta(cfg: &Config, provenance: Provenance) -> RunMeta {
     let machine = records::machine_info();
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     RunMeta {
@@ -208,6 +212,7 @@ fn run_meta(cfg: &Config) -> RunMeta {
             loader_cores: cfg.loader_cores.to_string(),
             db_cores: cfg.db_cores.to_string(),
         },
+        provenance: Some(provenance),
     }
 }
 

@@ -93,6 +93,11 @@ impl Server {
         self.pid.map(procfs::tree_rss_kib)
     }
 
+    /// Each process's peak RSS so far (VmHWM), summed over the tree; `None` without a pid.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        self.pid.map(procfs::tree_peak_rss_kib)
+    }
+
     pub fn exited(&mut self) -> Option<ExitStatus> {
         self.proc.as_mut().and_then(|p| p.try_wait().ok().flatten())
     }

@@ -81,14 +81,21 @@ pub fn own_cpu(pid: u32) -> TreeCpu {
 
 /// VmRSS summed over the tree, KiB (a Node cluster's primary counts too).
 pub fn tree_rss_kib(pid: u32) -> u64 {
-    process_tree(pid).into_iter().map(|p| rss_kib(&format!("/proc/{p}/status"))).sum()
+    process_tree(pid).into_iter().map(|p| status_kib(&format!("/proc/{p}/status"), "VmRSS:")).sum()
 }
 
-fn rss_kib(status_path: &str) -> u64 {
+/// VmHWM (each process's peak RSS so far) summed over the tree, KiB: the tree's peak when its processes
+/// peak together, an upper bound otherwise.
+pub fn tree_peak_rss_kib(pid: u32) -> u64 {
+    process_tree(pid).into_iter().map(|p| status_kib(&format!("/proc/{p}/status"), "VmHWM:")).sum()
+}
+
+/// One `<field> <n> kB` line of a /proc status file; 0 when the process or the line is gone.
+fn status_kib(status_path: &str, field: &str) -> u64 {
     let Ok(status) = std::fs::read_to_string(status_path) else { return 0 };
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)

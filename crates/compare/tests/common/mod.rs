@@ -79,6 +79,7 @@ pub fn meta() -> compare::records::RunMeta {
         command: vec!["compare".into(), "--test".into()],
         machine: compare::records::machine_info(),
         layout: compare::records::Layout { server_cores: server, loader_cores: loader.clone(), db_cores: loader },
+        provenance: None,
     }
 }
 

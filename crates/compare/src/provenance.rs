@@ -1,0 +1,206 @@
+//! Where a run's figures came from, recorded in every record: the commit of the checkout that built the Rust
+//! binaries and whether its tracked files differed from it, the build profile, the compiler the binaries
+//! name, a hash of each binary and of each lockfile (Cargo.lock, the peers' package-lock.json).
+//!
+//! The commit says which sources built the binaries only when the binaries are not older than those sources,
+//! so compare checks each against the dep-info cargo wrote beside it (crates/dep-info) and refuses a stale
+//! one; `--allow-stale` runs it anyway and the record lists it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::plan::runtimes::Paths;
+use crate::plan::workloads::Workload;
+
+/// Lockfiles hashed into every record, relative to the repository: what the Rust side and the JavaScript
+/// peers (Bun and Node packages, Flight 2.0.2, the frameworks) were built and installed from.
+pub const LOCKFILES: [&str; 2] = ["Cargo.lock", "bench/peers/package-lock.json"];
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// `git rev-parse HEAD` of the checkout; null outside a git checkout.
+    pub commit: Option<String>,
+    /// Tracked files differed from that commit when the run started (untracked files do not count: results
+    /// land in bench/results); null outside a git checkout.
+    pub dirty: Option<bool>,
+    /// The cargo profile folder the binaries came from (`release`, `debug`).
+    pub profile: String,
+    /// The compiler the binaries name in their `.comment` section (`rustc version 1.95.0 (…)`).
+    pub rustc: Option<String>,
+    /// SHA-256 of each Rust binary the run executes, by file name.
+    pub binaries: BTreeMap<String, String>,
+    /// SHA-256 of each lockfile, by path relative to the repository; a missing one is left out.
+    pub lockfiles: BTreeMap<String, String>,
+    /// Binaries measured although not built from the current sources (`--allow-stale`), each with why;
+    /// empty otherwise.
+    pub stale: Vec<String>,
+}
+
+/// Lowercase hex of a digest.
+pub fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sha256_file(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok((hex(&Sha256::digest(&bytes)), bytes))
+}
+
+/// The Rust binaries a comparison of `workloads` may execute: compare itself (the floor, the harness),
+/// loadgen, each workload's server (ladder-rs also seeds ladder-postgres for every runtime), the upstream
+/// service and the delay proxy where used.
+pub fn binaries(paths: &Paths, workloads: &[Workload], db_rtt: bool) -> Vec<PathBuf> {
+    let mut out = vec![paths.compare_exe.clone(), paths.loadgen()];
+    out.extend(workloads.iter().map(|w| paths.rust_bin(w.service())));
+    if workloads.iter().any(|w| w.upstream_delay().is_some()) {
+        out.push(paths.upstream());
+    }
+    if db_rtt {
+        out.push(paths.delay_proxy());
+    }
+    let mut seen = Vec::new();
+    out.retain(|b| {
+        b.is_file() && !seen.contains(b) && {
+            seen.push(b.clone());
+            true
+        }
+    });
+    out
+}
+
+/// The provenance of a run of `binaries` from the checkout at `repo`. A binary older than its sources (or
+/// built from another checkout) is an error naming each, unless `allow_stale`: then it is listed in the
+/// provenance and a warning printed.
+pub fn gather(repo: &Path, binaries: &[PathBuf], allow_stale: bool) -> anyhow::Result<Provenance> {
+    let stale: Vec<String> =
+        binaries.iter().filter_map(|b| dep_info::check(b, repo).err()).map(|s| s.to_string()).collect();
+    if !stale.is_empty() {
+        if !allow_stale {
+            bail!(
+                "binaries not built from the current sources:\n  - {}\nrebuild them (`bash bench/setup.sh`, or `cargo \
+                 build --release`), or pass --allow-stale to measure them anyway (the records will say so)",
+                stale.join("\n  - ")
+            );
+        }
+        eprintln!("compare: --allow-stale: measuring binaries not built from the current sources:");
+        for s in &stale {
+            eprintln!("  - {s}");
+        }
+    }
+    let mut hashes = BTreeMap::new();
+    let mut rustc = None;
+    for b in binaries {
+        let (hash, bytes) = sha256_file(b)?;
+        rustc = rustc.or_else(|| compiler(&bytes));
+        hashes.insert(b.file_name().unwrap_or_default().to_string_lossy().into_owned(), hash);
+    }
+    let mut lockfiles = BTreeMap::new();
+    for rel in LOCKFILES {
+        let path = repo.join(rel);
+        if path.is_file() {
+            lockfiles.insert(rel.to_string(), sha256_file(&path)?.0);
+        }
+    }
+    let profile = binaries
+        .iter()
+        .find(|b| b.file_name().is_some_and(|n| n != "compare"))
+        .or(binaries.first())
+        .and_then(|b| b.parent()?.file_name())
+        .map_or_else(|| "unknown".into(), |n| n.to_string_lossy().into_owned());
+    let (commit, dirty) = git_state(repo);
+    Ok(Provenance { commit, dirty, profile, rustc, binaries: hashes, lockfiles, stale })
+}
+
+/// `(HEAD, tracked files differ from it)`, or nulls where git or the checkout is missing.
+fn git_state(repo: &Path) -> (Option<String>, Option<bool>) {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = git(&["rev-parse", "HEAD"]).filter(|c| !c.is_empty());
+    let dirty = commit.as_ref().and(git(&["status", "--porcelain", "--untracked-files=no"])).map(|s| !s.is_empty());
+    (commit, dirty)
+}
+
+/// The rustc a binary was built by: the `rustc version …` string rustc leaves in its `.comment` section.
+fn compiler(binary: &[u8]) -> Option<String> {
+    const MARK: &[u8] = b"rustc version ";
+    let at = binary.windows(MARK.len()).position(|w| w == MARK)?;
+    let end = binary[at..].iter().position(|&b| b == 0 || b == b'\n').map_or(binary.len(), |n| at + n);
+    std::str::from_utf8(&binary[at..end]).ok().map(str::to_string)
+}
+
+/// One line for the summaries: `abc1234 (dirty), release, rustc 1.95.0 (…)`, and the stale binaries.
+pub fn describe(p: &Provenance) -> String {
+    let commit = match (&p.commit, p.dirty) {
+        (Some(c), Some(true)) => format!("commit `{}` with uncommitted changes", short(c)),
+        (Some(c), _) => format!("commit `{}`", short(c)),
+        (None, _) => "no git commit".into(),
+    };
+    let rustc = p.rustc.as_deref().map_or("rustc unknown".into(), |r| r.replacen("rustc version", "rustc", 1));
+    let mut line = format!("{commit}, {} build, {rustc}", p.profile);
+    if !p.stale.is_empty() {
+        line.push_str(&format!("; STALE (--allow-stale): {}", p.stale.join("; ")));
+    }
+    line
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(10)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_compiler_is_read_from_the_comment_section() {
+        let bytes = b"\x7fELF junk\0GCC: (Debian 12.2.0)\0rustc version 1.95.0 (59807616e 2026-04-14)\0more";
+        assert_eq!(compiler(bytes).as_deref(), Some("rustc version 1.95.0 (59807616e 2026-04-14)"));
+        assert_eq!(compiler(b"no compiler here"), None);
+    }
+
+    #[test]
+    fn a_stale_binary_is_refused_unless_allowed() {
+        let dir = tempfile::tempdir().expect("dir");
+        let repo = dir.path().join("repo");
+        let release = dir.path().join("target/release");
+        std::fs::create_dir_all(&repo).and_then(|()| std::fs::create_dir_all(&release)).expect("dirs");
+        std::fs::write(repo.join("Cargo.lock"), "lock").expect("lock");
+        let source = repo.join("main.rs");
+        std::fs::write(&source, "fn main() {}").expect("source");
+        let bin = release.join("loadgen");
+        std::fs::write(&bin, b"ELF\0rustc version 1.95.0 (x)\0").expect("binary");
+        std::fs::write(release.join("loadgen.d"), format!("{}: {}\n", bin.display(), source.display())).expect("d");
+        let older = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::options().write(true).open(&bin).and_then(|f| f.set_modified(older)).expect("mtime");
+
+        let err = gather(&repo, std::slice::from_ref(&bin), false).expect_err("stale refused");
+        assert!(err.to_string().contains("is older than") && err.to_string().contains("--allow-stale"), "{err}");
+        let p = gather(&repo, std::slice::from_ref(&bin), true).expect("allowed");
+        assert_eq!(p.stale.len(), 1);
+        assert_eq!((p.profile.as_str(), p.rustc.as_deref()), ("release", Some("rustc version 1.95.0 (x)")));
+        assert_eq!(p.binaries["loadgen"], hex(&Sha256::digest(b"ELF\0rustc version 1.95.0 (x)\0")));
+        assert_eq!(p.lockfiles.keys().collect::<Vec<_>>(), ["Cargo.lock"]);
+        assert_eq!((p.commit, p.dirty), (None, None), "not a git checkout");
+        assert!(describe(&gather(&repo, &[], false).expect("nothing to check")).starts_with("no git commit"));
+
+        std::fs::File::options()
+            .write(true)
+            .open(&bin)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()))
+            .expect("mtime");
+        assert!(gather(&repo, &[bin], false).expect("fresh").stale.is_empty());
+    }
+}

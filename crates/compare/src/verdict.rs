@@ -1,0 +1,393 @@
+//! The published repeatability rule, applied to every workload × runtime × metric against rust: a difference
+//! counts only if
+//!
+//! - **(a) separation**: within each run, the two runtimes' per-round values do not overlap: the lower's
+//!   largest round is below the higher's smallest, each over at least [`MIN_ROUNDS`] valid rounds;
+//! - **(b) reproduction**: the same direction in another run on another host, or on the same host started at
+//!   least [`REPRODUCE_AFTER_S`] later;
+//! - **(c) size**: in every run the median per-round ratio is more than [`MIN_EFFECT`] away from even (the
+//!   better value beats the other by more than 10%);
+//! - **(d) validity**: neither runtime has a void record in that workload in any of the runs.
+//!
+//! Verdicts: `rust better` / `rust worse` when (a)–(d) hold; `no measurable difference` when a run fails (a)
+//! or (c); `not reproduced` when only one run qualifies or the runs disagree in direction; `not comparable`
+//! when (d) fails. The rule reads records only (already judged by the report's cross-record rules, at each
+//! workload's headline connection count and round trip), so its input is what the report shows.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::records::{Kind, Record, ordered};
+use crate::stats::{Spread, per_round_ratio, spread};
+
+/// Fewer valid rounds than this in a run cannot show separation (the published rule used three runs).
+pub const MIN_ROUNDS: usize = 3;
+/// (c): the median ratio must be beyond 1.10 (or below 1 ÷ 1.10).
+pub const MIN_EFFECT: f64 = 0.10;
+/// (b): a second run on the same host counts when it started at least this long after the first.
+pub const REPRODUCE_AFTER_S: i64 = 3600;
+
+/// What is judged, each with which way is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// The server tree's CPU per response, closed loop: lower is better.
+    CpuUsPerResp,
+    /// Closed-loop throughput: higher is better.
+    ReqPerS,
+    /// The highest open-loop rate within the p99 objective (`--capacity`): higher is better.
+    CapacityRps,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 3] = [Metric::CpuUsPerResp, Metric::ReqPerS, Metric::CapacityRps];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::CpuUsPerResp => "cpu_us_per_resp",
+            Metric::ReqPerS => "req_per_s",
+            Metric::CapacityRps => "capacity_rps",
+        }
+    }
+
+    fn kind(self) -> Kind {
+        match self {
+            Metric::CpuUsPerResp | Metric::ReqPerS => Kind::Closed,
+            Metric::CapacityRps => Kind::Capacity,
+        }
+    }
+
+    fn value(self) -> fn(&Record) -> Option<f64> {
+        match self {
+            Metric::CpuUsPerResp => |r| r.server_cpu_us_per_resp,
+            Metric::ReqPerS => |r| r.req_per_s,
+            // A search that stopped at the loader's limit or loadgen's ceiling found a lower bound, not a
+            // capacity: it cannot be judged.
+            Metric::CapacityRps => |r| r.capacity.as_ref().filter(|c| !c.loader_bound && !c.reached_max)?.rps,
+        }
+    }
+
+    fn lower_is_better(self) -> bool {
+        self == Metric::CpuUsPerResp
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Verdict {
+    #[serde(rename = "rust better")]
+    RustBetter,
+    #[serde(rename = "rust worse")]
+    RustWorse,
+    #[serde(rename = "no measurable difference")]
+    NoMeasurableDifference,
+    #[serde(rename = "not reproduced")]
+    NotReproduced,
+    #[serde(rename = "not comparable")]
+    NotComparable,
+}
+
+impl Verdict {
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::RustBetter => "rust better",
+            Verdict::RustWorse => "rust worse",
+            Verdict::NoMeasurableDifference => "no measurable difference",
+            Verdict::NotReproduced => "not reproduced",
+            Verdict::NotComparable => "not comparable",
+        }
+    }
+}
+
+/// One run's view of one cell and metric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunEffect {
+    pub run_id: String,
+    pub host: String,
+    pub started_at: String,
+    /// Median over rounds of this runtime's value ÷ rust's in the same round; null without a shared round.
+    pub ratio: Option<f64>,
+    /// Which runtime this run favours, by `ratio`: true for rust.
+    pub rust_better: Option<bool>,
+    /// Each runtime's per-round values in this run (median, min, max, valid rounds).
+    pub rust: Option<SpreadOut>,
+    pub other: Option<SpreadOut>,
+    /// (a): the per-round ranges do not overlap, with at least MIN_ROUNDS valid rounds each.
+    pub separated: bool,
+    /// (c): the median ratio is beyond 1 ± 10%.
+    pub large: bool,
+    /// (d) failed: a void record of either runtime in this workload, each with its reason.
+    pub void: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SpreadOut {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub rounds: usize,
+}
+
+impl From<Spread> for SpreadOut {
+    fn from(s: Spread) -> Self {
+        SpreadOut { median: s.median, min: s.min, max: s.max, rounds: s.n }
+    }
+}
+
+/// The verdict on one workload × runtime × metric, with the runs it read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Judgement {
+    pub workload: String,
+    pub runtime: String,
+    pub metric: Metric,
+    pub verdict: Verdict,
+    /// (b): two runs that count as independent (another host, or an hour apart) agree in direction; false
+    /// also when there is only one.
+    pub reproduced: bool,
+    /// Runs whose records hold this cell, in the order read.
+    pub runs: Vec<RunEffect>,
+}
+
+impl Judgement {
+    /// (a), (c) and (d) hold in every run: with one run, what the rule can say before (b).
+    pub fn holds_within_runs(&self) -> bool {
+        !self.runs.is_empty() && self.runs.iter().all(|r| r.void.is_empty() && r.separated && r.large)
+    }
+
+    /// The direction every run agrees on, when they agree.
+    pub fn direction(&self) -> Option<bool> {
+        let first = self.runs.first()?.rust_better?;
+        self.runs.iter().all(|r| r.rust_better == Some(first)).then_some(first)
+    }
+}
+
+/// Every judgement the records allow: per workload (in the order recorded), per runtime other than rust that
+/// rust was measured beside, per metric with values in some run.
+pub fn judge(records: &[Record]) -> Vec<Judgement> {
+    let runs = ordered(records.iter().map(|r| r.run_id.as_str()));
+    let mut out = Vec::new();
+    for w in ordered(records.iter().map(|r| r.workload.as_str())) {
+        let mine: Vec<&Record> = records.iter().filter(|r| r.workload == w).collect();
+        if !mine.iter().any(|r| r.runtime == "rust") {
+            continue;
+        }
+        for rt in ordered(mine.iter().map(|r| r.runtime.as_str())).into_iter().filter(|r| r != "rust") {
+            // Capacity only where searched; the closed-loop metrics wherever the cell was (a void check left
+            // none, and is judged not comparable).
+            let searched = mine.iter().any(|r| r.kind == Kind::Capacity);
+            for metric in Metric::ALL.into_iter().filter(|m| *m != Metric::CapacityRps || searched) {
+                let effects: Vec<RunEffect> =
+                    runs.iter().filter_map(|run| run_effect(records, run, &w, &rt, metric)).collect();
+                if !effects.is_empty() {
+                    out.push(conclude(w.clone(), rt.clone(), metric, effects));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One run's effect for the cell, or `None` when the run did not measure this runtime on `w` beside rust.
+fn run_effect(records: &[Record], run: &str, w: &str, rt: &str, metric: Metric) -> Option<RunEffect> {
+    let of = |name: &str| -> Vec<Record> {
+        records.iter().filter(|r| r.run_id == run && r.workload == w && r.runtime == name).cloned().collect()
+    };
+    let (rust, other) = (of("rust"), of(rt));
+    if rust.is_empty() || other.is_empty() {
+        return None;
+    }
+    let first = records.iter().find(|r| r.run_id == run)?;
+    let void: Vec<String> = rust
+        .iter()
+        .chain(&other)
+        .filter(|r| r.void)
+        .map(|r| {
+            let why = r.void_reason.as_deref().unwrap_or("no reason recorded");
+            format!("{} {} round {}: {why}", r.runtime, r.kind.as_str(), r.round)
+        })
+        .collect();
+    let values =
+        |rs: &[Record]| spread(rs.iter().filter(|r| r.kind == metric.kind() && !r.void).filter_map(metric.value()));
+    let (rust_spread, other_spread) = (values(&rust), values(&other));
+    let both: Vec<Record> = rust.into_iter().chain(other).collect();
+    let ratio = per_round_ratio(&both, w, metric.kind(), rt, "rust", metric.value()).map(|s| s.median);
+    let rust_better = ratio.map(|r| if metric.lower_is_better() { r > 1.0 } else { r < 1.0 });
+    let separated = match (rust_spread, other_spread) {
+        (Some(a), Some(b)) if a.n >= MIN_ROUNDS && b.n >= MIN_ROUNDS => a.max < b.min || b.max < a.min,
+        _ => false,
+    };
+    let large = ratio.is_some_and(|r| r > 0.0 && r.max(1.0 / r) > 1.0 + MIN_EFFECT);
+    Some(RunEffect {
+        run_id: run.to_string(),
+        host: first.machine.hostname.clone(),
+        started_at: first.started_at.clone(),
+        ratio,
+        rust_better,
+        rust: rust_spread.map(SpreadOut::from),
+        other: other_spread.map(SpreadOut::from),
+        separated,
+        large,
+        void,
+    })
+}
+
+fn conclude(workload: String, runtime: String, metric: Metric, runs: Vec<RunEffect>) -> Judgement {
+    let mut j = Judgement { workload, runtime, metric, verdict: Verdict::NotReproduced, reproduced: false, runs };
+    j.reproduced = j.direction().is_some() && independent(&j.runs);
+    j.verdict = if j.runs.iter().any(|r| !r.void.is_empty()) {
+        Verdict::NotComparable
+    } else if !j.holds_within_runs() {
+        Verdict::NoMeasurableDifference
+    } else if !j.reproduced {
+        Verdict::NotReproduced
+    } else if j.direction() == Some(true) {
+        Verdict::RustBetter
+    } else {
+        Verdict::RustWorse
+    };
+    j
+}
+
+/// (b)'s second run: two of the runs on different hosts, or started at least an hour apart.
+fn independent(runs: &[RunEffect]) -> bool {
+    let start = |r: &RunEffect| chrono::DateTime::parse_from_rfc3339(&r.started_at).ok().map(|t| t.timestamp());
+    runs.iter().enumerate().any(|(i, a)| {
+        runs[i + 1..].iter().any(|b| {
+            a.host != b.host || matches!((start(a), start(b)), (Some(x), Some(y)) if (x - y).abs() >= REPRODUCE_AFTER_S)
+        })
+    })
+}
+
+/// Judgements by (workload, runtime, metric), for tables that look cells up.
+pub fn by_cell(judgements: &[Judgement]) -> BTreeMap<(String, String, Metric), &Judgement> {
+    judgements.iter().map(|j| ((j.workload.clone(), j.runtime.clone(), j.metric), j)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::test_record;
+
+    /// Rounds of rust and `rt` on hello-bare in run `run`, started at `at`, on `host`: (rust, rt) CPU per
+    /// response each round.
+    fn run(run: &str, host: &str, at: &str, rt: &str, rounds: &[(f64, f64)]) -> Vec<Record> {
+        let mut out = Vec::new();
+        for (i, (rust_cpu, other_cpu)) in rounds.iter().enumerate() {
+            for (name, cpu) in [("rust", rust_cpu), (rt, other_cpu)] {
+                let mut r = test_record("hello-bare", name, Kind::Closed, i as u32 + 1);
+                r.run_id = run.into();
+                r.machine.hostname = host.into();
+                r.started_at = at.into();
+                r.server_cpu_us_per_resp = Some(*cpu);
+                r.req_per_s = Some(1e6 / cpu);
+                out.push(r);
+            }
+        }
+        out
+    }
+
+    fn verdict(records: &[Record], metric: Metric) -> Verdict {
+        let all = judge(records);
+        all.iter().find(|j| j.metric == metric).map(|j| j.verdict).expect("a judgement")
+    }
+
+    const CLEAR: [(f64, f64); 3] = [(10.0, 14.0), (10.5, 15.0), (11.0, 14.5)];
+
+    #[test]
+    fn one_clear_run_waits_for_its_second() {
+        let r = run("a", "h", "2026-12-04T10:00:00Z", "bun", &CLEAR);
+        let all = judge(&r);
+        let cpu = all.iter().find(|j| j.metric == Metric::CpuUsPerResp).expect("cpu");
+        assert_eq!(cpu.verdict, Verdict::NotReproduced);
+        assert!(cpu.holds_within_runs() && cpu.direction() == Some(true));
+        assert_eq!(verdict(&r, Metric::ReqPerS), Verdict::NotReproduced);
+        assert!(!all.iter().any(|j| j.metric == Metric::CapacityRps), "no capacity recorded, no judgement");
+    }
+
+    #[test]
+    fn a_second_run_an_hour_later_or_elsewhere_decides() {
+        let mut r = run("a", "h", "2026-12-04T10:00:00Z", "bun", &CLEAR);
+        let soon = run("b", "h", "2026-12-04T10:30:00Z", "bun", &CLEAR);
+        assert_eq!(verdict(&[r.clone(), soon].concat(), Metric::CpuUsPerResp), Verdict::NotReproduced);
+        let elsewhere = run("c", "other", "2026-12-04T10:30:00Z", "bun", &CLEAR);
+        assert_eq!(verdict(&[r.clone(), elsewhere].concat(), Metric::CpuUsPerResp), Verdict::RustBetter);
+        r.extend(run("d", "h", "2026-12-04T11:00:00Z", "bun", &CLEAR));
+        assert_eq!(verdict(&r, Metric::CpuUsPerResp), Verdict::RustBetter);
+        assert_eq!(verdict(&r, Metric::ReqPerS), Verdict::RustBetter, "fewer µs per response, more req/s");
+        let worse: Vec<(f64, f64)> = CLEAR.iter().map(|(a, b)| (*b, *a)).collect();
+        let worse = [
+            run("a", "h", "2026-12-04T10:00:00Z", "node", &worse),
+            run("d", "h", "2026-12-04T11:00:00Z", "node", &worse),
+        ]
+        .concat();
+        assert_eq!(verdict(&worse, Metric::CpuUsPerResp), Verdict::RustWorse);
+    }
+
+    #[test]
+    fn overlap_small_effects_and_disagreement() {
+        // Medians 10 vs 14, but one round of each crosses: (a) fails.
+        let overlap = run("a", "h", "2026-12-04T10:00:00Z", "bun", &[(10.0, 14.0), (10.0, 14.5), (15.0, 9.5)]);
+        assert_eq!(verdict(&overlap, Metric::CpuUsPerResp), Verdict::NoMeasurableDifference);
+        // Separated but 5% apart: (c) fails.
+        let small = run("a", "h", "2026-12-04T10:00:00Z", "bun", &[(10.0, 10.5), (10.1, 10.6), (10.2, 10.7)]);
+        assert_eq!(verdict(&small, Metric::CpuUsPerResp), Verdict::NoMeasurableDifference);
+        // Two rounds cannot show separation.
+        let short = run("a", "h", "2026-12-04T10:00:00Z", "bun", &CLEAR[..2]);
+        assert_eq!(verdict(&short, Metric::CpuUsPerResp), Verdict::NoMeasurableDifference);
+        // Each run clear, in opposite directions.
+        let flipped: Vec<(f64, f64)> = CLEAR.iter().map(|(a, b)| (*b, *a)).collect();
+        let both = [
+            run("a", "h", "2026-12-04T10:00:00Z", "bun", &CLEAR),
+            run("b", "h", "2026-12-05T10:00:00Z", "bun", &flipped),
+        ]
+        .concat();
+        assert_eq!(verdict(&both, Metric::CpuUsPerResp), Verdict::NotReproduced);
+    }
+
+    #[test]
+    fn a_void_record_makes_the_cell_not_comparable() {
+        let mut r = run("a", "h", "2026-12-04T10:00:00Z", "bun", &CLEAR);
+        let mut open = test_record("hello-bare", "bun", Kind::Open, 1);
+        open.run_id = "a".into();
+        open.void_because("2 timeouts");
+        r.push(open);
+        let all = judge(&r);
+        let cpu = all.iter().find(|j| j.metric == Metric::CpuUsPerResp).expect("cpu");
+        assert_eq!(cpu.verdict, Verdict::NotComparable);
+        assert_eq!(cpu.runs[0].void, ["bun open round 1: 2 timeouts"]);
+    }
+
+    #[test]
+    fn capacity_is_judged_where_searched_and_bounds_are_not() {
+        let mut r = run("a", "h", "2026-12-04T10:00:00Z", "bun", &CLEAR);
+        for round in 1..=3 {
+            for (name, rps, bound) in [("rust", 50_000.0, false), ("bun", 30_000.0, round == 2)] {
+                let mut c = test_record("hello-bare", name, Kind::Capacity, round);
+                c.run_id = "a".into();
+                c.capacity = Some(crate::records::CapacityFound {
+                    objective_p99_us: 10_000,
+                    start_rps: 1000.0,
+                    rps: Some(rps + f64::from(round)),
+                    achieved_rps: Some(rps),
+                    p99_us: Some(5000),
+                    steps: 10,
+                    step_s: 5.0,
+                    warmup_s: 1.0,
+                    loader_bound: bound,
+                    reached_max: false,
+                    steps_file: String::new(),
+                });
+                r.push(c);
+            }
+        }
+        let all = judge(&r);
+        let cap = all.iter().find(|j| j.metric == Metric::CapacityRps).expect("capacity");
+        assert_eq!(cap.runs[0].other.map(|s| s.rounds), Some(2), "a loader-bound search is a lower bound");
+        assert_eq!(cap.verdict, Verdict::NoMeasurableDifference, "two judged searches cannot show separation");
+        let json = serde_json::to_value(cap).expect("json");
+        assert_eq!(
+            (json["metric"].as_str(), json["verdict"].as_str()),
+            (Some("capacity_rps"), Some("no measurable difference"))
+        );
+    }
+}
