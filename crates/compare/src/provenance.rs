@@ -77,14 +77,21 @@ pub fn binaries(paths: &Paths, workloads: &[Workload], db_rtt: bool) -> Vec<Path
 /// built from another checkout) is an error naming each, unless `allow_stale`: then it is listed in the
 /// provenance and a warning printed.
 pub fn gather(repo: &Path, binaries: &[PathBuf], allow_stale: bool) -> anyhow::Result<Provenance> {
+    let profile = binaries
+        .iter()
+        .find(|b| b.file_name().is_some_and(|n| n != "compare"))
+        .or(binaries.first())
+        .and_then(|b| b.parent()?.file_name())
+        .map_or_else(|| "unknown".into(), |n| n.to_string_lossy().into_owned());
     let stale: Vec<String> =
         binaries.iter().filter_map(|b| dep_info::check(b, repo).err()).map(|s| s.to_string()).collect();
     if !stale.is_empty() {
         if !allow_stale {
             bail!(
-                "binaries not built from the current sources:\n  - {}\nrebuild them (`bash bench/setup.sh`, or `cargo \
-                 build --release`), or pass --allow-stale to measure them anyway (the records will say so)",
-                stale.join("\n  - ")
+                "binaries not built from the current sources:\n  - {}\nrebuild them (`{}`), or pass --allow-stale \
+                 to measure them anyway (the records will say so)",
+                stale.join("\n  - "),
+                rebuild_command(&profile)
             );
         }
         eprintln!("compare: --allow-stale: measuring binaries not built from the current sources:");
@@ -106,14 +113,17 @@ pub fn gather(repo: &Path, binaries: &[PathBuf], allow_stale: bool) -> anyhow::R
             lockfiles.insert(rel.to_string(), sha256_file(&path)?.0);
         }
     }
-    let profile = binaries
-        .iter()
-        .find(|b| b.file_name().is_some_and(|n| n != "compare"))
-        .or(binaries.first())
-        .and_then(|b| b.parent()?.file_name())
-        .map_or_else(|| "unknown".into(), |n| n.to_string_lossy().into_owned());
     let (commit, dirty) = git_state(repo);
     Ok(Provenance { commit, dirty, profile, rustc, binaries: hashes, lockfiles, stale })
+}
+
+/// How to rebuild binaries of `profile` (the folder they sit in): bench/setup.sh builds the release ones.
+fn rebuild_command(profile: &str) -> String {
+    match profile {
+        "release" => "bash bench/setup.sh`, or `cargo build --release".into(),
+        "debug" => "cargo build --workspace".into(),
+        other => format!("cargo build --workspace --profile {other}"),
+    }
 }
 
 /// `(HEAD, tracked files differ from it)`, or nulls where git or the checkout is missing.
@@ -188,6 +198,7 @@ mod tests {
 
         let err = gather(&repo, std::slice::from_ref(&bin), false).expect_err("stale refused");
         assert!(err.to_string().contains("is older than") && err.to_string().contains("--allow-stale"), "{err}");
+        assert!(err.to_string().contains("cargo build --release"), "release binaries: {err}");
         let p = gather(&repo, std::slice::from_ref(&bin), true).expect("allowed");
         assert_eq!(p.stale.len(), 1);
         assert_eq!((p.profile.as_str(), p.rustc.as_deref()), ("release", Some("rustc version 1.95.0 (x)")));
@@ -202,5 +213,12 @@ mod tests {
             .and_then(|f| f.set_modified(std::time::SystemTime::now()))
             .expect("mtime");
         assert!(gather(&repo, &[bin], false).expect("fresh").stale.is_empty());
+    }
+
+    #[test]
+    fn the_rebuild_hint_names_the_binaries_profile() {
+        assert!(rebuild_command("release").contains("cargo build --release"));
+        assert_eq!(rebuild_command("debug"), "cargo build --workspace");
+        assert_eq!(rebuild_command("bench"), "cargo build --workspace --profile bench");
     }
 }
