@@ -14,9 +14,6 @@ use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::plan::runtimes::Paths;
-use crate::plan::workloads::Workload;
-
 /// Lockfiles hashed into every record, relative to the repository: what the Rust side and the JavaScript
 /// peers (Bun and Node packages, Flight 2.0.2, the frameworks) were built and installed from.
 pub const LOCKFILES: [&str; 2] = ["Cargo.lock", "bench/peers/package-lock.json"];
@@ -49,28 +46,6 @@ pub fn hex(digest: &[u8]) -> String {
 fn sha256_file(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     Ok((hex(&Sha256::digest(&bytes)), bytes))
-}
-
-/// The Rust binaries a comparison of `workloads` may execute: compare itself (the floor, the harness),
-/// loadgen, each workload's server (ladder-rs also seeds ladder-postgres for every runtime), the upstream
-/// service and the delay proxy where used.
-pub fn binaries(paths: &Paths, workloads: &[Workload], db_rtt: bool) -> Vec<PathBuf> {
-    let mut out = vec![paths.compare_exe.clone(), paths.loadgen()];
-    out.extend(workloads.iter().map(|w| paths.rust_bin(w.service())));
-    if workloads.iter().any(|w| w.upstream_delay().is_some()) {
-        out.push(paths.upstream());
-    }
-    if db_rtt {
-        out.push(paths.delay_proxy());
-    }
-    let mut seen = Vec::new();
-    out.retain(|b| {
-        b.is_file() && !seen.contains(b) && {
-            seen.push(b.clone());
-            true
-        }
-    });
-    out
 }
 
 /// The provenance of a run of `binaries` from the checkout at `repo`. A binary older than its sources (or

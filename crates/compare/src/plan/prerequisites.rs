@@ -1,10 +1,32 @@
 //! What a comparison needs before it starts, each missing piece with the step that installs it: the loader
 //! and taskset, each runtime's binaries and packages, the databases compare starts itself.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::plan::runtimes::{Paths, Runtime, sbin};
 use crate::plan::workloads::{Service, Workload};
+
+/// The Rust binaries a comparison of `workloads` may execute: compare itself (the floor, the harness),
+/// loadgen, each workload's server (ladder-rs also seeds ladder-postgres for every runtime), the upstream
+/// service and the delay proxy where used.
+pub fn rust_binaries(paths: &Paths, workloads: &[Workload], db_rtt: bool) -> Vec<PathBuf> {
+    let mut out = vec![paths.compare_exe.clone(), paths.loadgen()];
+    out.extend(workloads.iter().map(|w| paths.rust_bin(w.service())));
+    if workloads.iter().any(|w| w.upstream_delay().is_some()) {
+        out.push(paths.upstream());
+    }
+    if db_rtt {
+        out.push(paths.delay_proxy());
+    }
+    let mut seen = Vec::new();
+    out.retain(|b| {
+        b.is_file() && !seen.contains(b) && {
+            seen.push(b.clone());
+            true
+        }
+    });
+    out
+}
 
 /// Everything missing for these workloads and runtimes, each with the step that installs it; empty when
 /// all is there. `own_postgres` / `own_redis`: compare starts them (no URL given).
