@@ -25,7 +25,7 @@ use anyhow::{Context, bail};
 use serde::Serialize;
 
 use crate::format::{num, shell_join};
-use crate::plan::runtimes;
+use crate::plan::paths;
 use crate::records::{self, Machine};
 use crate::stats::spread;
 use crate::system::http::Endpoint;
@@ -342,7 +342,7 @@ pub fn command(args: &ImagesArgs) -> ExitCode {
     let machine = records::machine_info();
     let started_at = records::now_rfc3339();
     let cwd = std::env::current_dir().unwrap_or_default();
-    let repo = runtimes::find_repo(&cwd);
+    let repo = paths::find_repo(&cwd);
     let (engine, version) = choose_engine(&args.docker, &repo);
     let results = match &version {
         Ok(_) => measure(&engine, &specs, args.runs),
@@ -354,7 +354,7 @@ pub fn command(args: &ImagesArgs) -> ExitCode {
         ImagesReport { command: std::env::args().collect(), started_at, machine, engine: engine_text, results };
     let text = render(&report);
     print!("{text}");
-    let dir = runtimes::results_dir(&repo, &cwd, args.out_dir.as_deref());
+    let dir = paths::results_dir(&repo, &cwd, args.out_dir.as_deref());
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     let stem = dir.join(format!("{stamp}-{}-images", report.machine.hostname));
     let written =

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Args;
 
-use crate::plan::runtimes::{self, Paths};
+use crate::plan::paths::{Paths, results_dir};
 use crate::system::cores::Cores;
 
 #[derive(Debug, Clone, Args)]
@@ -79,7 +79,7 @@ impl MeasureArgs {
             bail!("--runs must be at least 1");
         }
         Ok(Measure {
-            out_dir: runtimes::results_dir(&paths.repo, &cwd, self.out_dir.as_deref()),
+            out_dir: results_dir(&paths.repo, &cwd, self.out_dir.as_deref()),
             paths,
             runs,
             duration: self.duration.as_deref().unwrap_or(defaults.duration[q]),

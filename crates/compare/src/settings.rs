@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::plan::runtimes::{Paths, Runtime};
+use crate::plan::paths::Paths;
+use crate::plan::runtimes::Runtime;
 use crate::plan::workloads::Workload;
 use crate::system::cores::Cores;
 

@@ -29,9 +29,12 @@ use clap::Args;
 use crate::calibrate::agreement::{Loader, LoaderRun, ServerResult, exit_code, order};
 use crate::calibrate::calibration::Calibration;
 use crate::measure::{self, Defaults, MeasureArgs};
+use crate::plan::paths::Paths;
 use crate::plan::prerequisites;
 use crate::plan::probe;
-use crate::plan::runtimes::{self, Paths, Runtime, ServerEnv};
+use crate::plan::runtimes::Runtime;
+use crate::plan::server_spec::{self, ServerEnv};
+use crate::plan::versions;
 use crate::plan::workload_plan::{self, Plan};
 use crate::plan::workloads::Workload;
 use crate::records;
@@ -323,10 +326,10 @@ fn calibrate_server(cfg: &Config, bench: &Bench, wrk_bin: &Path, rt: Runtime) ->
     let workload = Workload::HelloBare;
     let plan = Plan::hello(workload);
     let env = ServerEnv { floor_body: Some(workload_plan::HELLO_BODY.to_vec()), ..ServerEnv::default() };
-    let spec = runtimes::server_spec(rt, workload, &cfg.paths, &env);
+    let spec = server_spec::server_spec(rt, workload, &cfg.paths, &env);
     let version = match rt {
         Runtime::Floor => Some(format!("compare {}", env!("CARGO_PKG_VERSION"))),
-        _ => runtimes::version(rt, workload.service(), &cfg.paths),
+        _ => versions::version(rt, workload.service(), &cfg.paths),
     };
     let mut result = ServerResult {
         server: rt,

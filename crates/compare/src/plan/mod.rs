@@ -4,6 +4,7 @@
 
 pub mod dataset;
 pub mod load_spec;
+pub mod paths;
 pub mod prerequisites;
 pub mod probe;
 pub mod runtimes;
@@ -12,5 +13,6 @@ pub mod site;
 pub mod stacks;
 pub mod target;
 pub mod tls;
+pub mod versions;
 pub mod workload_plan;
 pub mod workloads;

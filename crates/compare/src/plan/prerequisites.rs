@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::plan::runtimes::{Paths, Runtime, sbin};
+use crate::plan::paths::{Paths, sbin};
+use crate::plan::runtimes::Runtime;
 use crate::plan::workloads::{Service, Workload};
 
 /// The Rust binaries a comparison of `workloads` may execute: compare itself (the floor, the harness),

@@ -10,7 +10,8 @@ use std::process::Command;
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 
-use crate::plan::runtimes::{Paths, bun_peer};
+use crate::plan::paths::Paths;
+use crate::plan::server_spec::bun_peer;
 use crate::settings::Config;
 
 /// `--bytecode` needs `--format=esm` for the peers: they await at top level (the CommonJS default refuses).

@@ -14,7 +14,8 @@ use serde::Deserialize;
 
 use crate::format::num;
 use crate::plan::dataset::MetadataData;
-use crate::plan::runtimes::{Paths, Runtime};
+use crate::plan::paths::Paths;
+use crate::plan::runtimes::Runtime;
 use crate::plan::workloads::Service;
 use crate::records::{LookupRun, Record};
 use crate::run::bench::Bench;

@@ -30,8 +30,11 @@ use anyhow::{Context, bail};
 use loadgen::open_files::{self, Outcome};
 
 use crate::plan::dataset::MetadataData;
+use crate::plan::paths::Paths;
 use crate::plan::prerequisites;
-use crate::plan::runtimes::{self, Runtime};
+use crate::plan::runtimes::Runtime;
+use crate::plan::server_spec;
+use crate::plan::versions;
 use crate::plan::workload_plan::{Plan, PlanInputs};
 use crate::plan::workloads::{Service, Workload};
 use crate::provenance::{self, Provenance};
@@ -163,7 +166,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
         };
         // Started for this workload at its delay, stopped with it (its `Server` drops with `wr`).
         let upstream = w.upstream_delay().map(|delay| upstream::start(cfg, &bench, delay)).transpose()?;
-        let versions = cfg.runtimes.iter().map(|&rt| (rt, runtimes::version(rt, w.service(), &cfg.paths))).collect();
+        let versions = cfg.runtimes.iter().map(|&rt| (rt, versions::version(rt, w.service(), &cfg.paths))).collect();
         let (meta, bench, deps, metadata, site) = (&meta, &bench, deps.as_ref(), metadata.as_ref(), site.as_ref());
         let mut wr = WorkloadRun {
             cfg,
@@ -220,7 +223,7 @@ fn run_meta(cfg: &Config, provenance: Provenance) -> RunMeta {
 /// ladder's table seeded.
 fn start_deps(cfg: &Config) -> anyhow::Result<Option<Deps>> {
     let needs_pg = |w: &Workload| w.queries_postgres();
-    let needs_redis = |w: &Workload| cfg.runtimes.iter().any(|r| r.serves(*w) && runtimes::uses_redis(*r, *w));
+    let needs_redis = |w: &Workload| cfg.runtimes.iter().any(|r| r.serves(*w) && server_spec::uses_redis(*r, *w));
     if !cfg.workloads.iter().any(|w| needs_pg(w) || needs_redis(w)) {
         return Ok(None);
     }
@@ -277,7 +280,7 @@ pub fn command(cfg: &Config) -> ExitCode {
 }
 
 /// Fills ladder-postgres's table with `ladder-rs seed` (rust's own binary: the peers read what it writes).
-fn seed_ladder(paths: &runtimes::Paths, url: &str) -> anyhow::Result<()> {
+fn seed_ladder(paths: &Paths, url: &str) -> anyhow::Result<()> {
     let bin = paths.rust_bin(Service::Ladder);
     let out = std::process::Command::new(&bin)
         .args(["seed", "--database-url", url])

@@ -9,8 +9,9 @@ use anyhow::Context;
 
 use crate::plan::dataset::MetadataData;
 use crate::plan::load_spec::LoadSpec;
-use crate::plan::runtimes::{self, Runtime, ServerEnv};
+use crate::plan::runtimes::Runtime;
 use crate::plan::server_spec::ServerSpec;
+use crate::plan::server_spec::{self, ServerEnv};
 use crate::plan::site::Site;
 use crate::plan::workload_plan::Plan;
 use crate::plan::workloads::{Service, Workload};
@@ -94,14 +95,14 @@ impl WorkloadRun<'_> {
         }
         match self.workload().service() {
             // Flight keeps its sessions (and in production its rate limit and cache) in Redis.
-            Service::Flight if runtimes::uses_redis(rt, self.workload()) => {
+            Service::Flight if server_spec::uses_redis(rt, self.workload()) => {
                 let deps = self.deps.context("this workload needs Redis")?;
                 env.redis_url = Some(deps.redis_url());
             }
             Service::Flight => {}
             Service::Metadata => {
                 env.metadata_db = self.metadata.map(|m| m.db.clone());
-                if self.workload().caches_metadata() && runtimes::uses_redis(rt, self.workload()) {
+                if self.workload().caches_metadata() && server_spec::uses_redis(rt, self.workload()) {
                     let url = self.cache_url().context("metadata-cached needs Redis")?;
                     // Every server starts on an empty cache and fills its own in its warmup.
                     crate::system::redis::command(&url, &["FLUSHDB"])?;
@@ -138,7 +139,7 @@ impl WorkloadRun<'_> {
     /// metadata-cached's Redis database (its own index, so no other workload's keys share it).
     pub fn cache_url(&self) -> Option<String> {
         let deps = self.deps?;
-        self.workload().caches_metadata().then(|| runtimes::redis_db(&deps.redis_url(), CACHE_DB))
+        self.workload().caches_metadata().then(|| server_spec::redis_db(&deps.redis_url(), CACHE_DB))
     }
 
     /// The servers compare started that `rt`'s server uses on this workload (as `server_env` hands them
@@ -152,7 +153,7 @@ impl WorkloadRun<'_> {
         let uses = |d: &Database| match d.name {
             // Every ladder rung is given the database, but only the postgres rung queries it.
             "postgres" => w.queries_postgres(),
-            "redis" => w.service() == Service::Scribe || runtimes::uses_redis(rt, w),
+            "redis" => w.service() == Service::Scribe || server_spec::uses_redis(rt, w),
             _ => false,
         };
         let mut started: Vec<Database> =
@@ -174,7 +175,7 @@ impl WorkloadRun<'_> {
     /// The server for a cell whose databases are `rtt` away.
     pub fn spec_at(&self, rt: Runtime, purpose: Purpose, rtt: Option<Duration>) -> anyhow::Result<ServerSpec> {
         let env = self.server_env_at(rt, purpose, rtt)?;
-        Ok(runtimes::server_spec(rt, self.workload(), &self.cfg.paths, &env))
+        Ok(server_spec::server_spec(rt, self.workload(), &self.cfg.paths, &env))
     }
 
     /// What one measured run (or soak) of this workload on `rt` needs besides the bench; `load` is the plan's
@@ -192,7 +193,7 @@ impl WorkloadRun<'_> {
             spec,
             ready_path: &self.plan.ready_path,
             load,
-            cache_url: self.cache_url().filter(|_| runtimes::uses_redis(rt, self.workload())),
+            cache_url: self.cache_url().filter(|_| server_spec::uses_redis(rt, self.workload())),
             prime: self.plan.prime.as_ref(),
             also_ok: self.workload().also_ok(),
             rate,
@@ -203,7 +204,7 @@ impl WorkloadRun<'_> {
     pub fn record(&self, rt: Runtime, kind: Kind, round: u32) -> Record {
         let version = self.versions.get(&rt).cloned().flatten();
         let mut rec = Record::new(self.meta, self.workload().name(), rt.name(), version.as_deref(), kind, round);
-        rec.db_pool = runtimes::database_pool(rt, self.workload(), self.cfg.server_processes);
+        rec.db_pool = server_spec::database_pool(rt, self.workload(), self.cfg.server_processes);
         rec
     }
 }

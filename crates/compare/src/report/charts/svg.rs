@@ -1,0 +1,192 @@
+//! The SVG document every chart is drawn on and the pieces charts share: page width and font, one colour per
+//! runtime, the legend's layout, a linear axis with round ticks, number formats and XML escaping.
+
+use std::fmt::{self, Write};
+
+pub(super) const WIDTH: f64 = 720.0;
+const FONT: &str = "Helvetica, Arial, sans-serif";
+/// The runtimes compare knows keep one colour in every chart, whichever subset a chart shows; the floor is
+/// grey because it is a reference, not a contender. Colours from Tableau 10, distinct under the common
+/// colour-vision deficiencies.
+const KNOWN: [(&str, &str); 5] =
+    [("rust", "#f28e2b"), ("bun", "#4e79a7"), ("node", "#59a14f"), ("koa", "#e15759"), ("floor", "#79706e")];
+/// Other runtimes, in order of appearance.
+const OTHERS: [&str; 5] = ["#76b7b2", "#b07aa1", "#edc948", "#9c755f", "#ff9da7"];
+
+/// One colour per entry of `runtimes` (a name listed twice gets the same colour both times).
+pub(super) fn colors<'a>(runtimes: impl IntoIterator<Item = &'a str>) -> Vec<&'static str> {
+    let mut others: Vec<&str> = Vec::new();
+    runtimes
+        .into_iter()
+        .map(|name| match KNOWN.iter().find(|(known, _)| *known == name) {
+            Some((_, color)) => *color,
+            None => {
+                let slot = others.iter().position(|o| *o == name).unwrap_or_else(|| {
+                    others.push(name);
+                    others.len() - 1
+                });
+                OTHERS[slot % OTHERS.len()]
+            }
+        })
+        .collect()
+}
+
+/// Rough width of one character of 12–13 px text, for laying out labels without measuring fonts.
+pub(super) const CHAR_W: f64 = 7.0;
+
+/// A value worth drawing.
+pub(super) fn measured(v: f64) -> Option<f64> {
+    (v.is_finite() && v >= 0.0).then_some(v)
+}
+
+/// Legend items under the title, in rows wrapped to the width (`right`: the margin kept free): each item's
+/// position, and the baseline of the last row (many items push the plot down).
+pub(super) fn legend_layout<'a>(names: impl Iterator<Item = &'a str>, right: f64) -> (Vec<(f64, f64)>, f64) {
+    let (mut lx, mut ly) = (16.0, 52.0);
+    let mut legend = Vec::new();
+    for name in names {
+        let item_w = 34.0 + name.chars().count() as f64 * CHAR_W + 16.0;
+        if lx + item_w > WIDTH - right && lx > 16.0 {
+            lx = 16.0;
+            ly += 20.0;
+        }
+        legend.push((lx, ly));
+        lx += item_w;
+    }
+    (legend, ly)
+}
+
+/// "no data" centred at (x, y): an empty plot says so rather than showing bare axes.
+pub(super) fn no_data(out: &mut String, x: f64, y: f64) -> fmt::Result {
+    writeln!(out, r##"<text x="{x:.1}" y="{y:.1}" font-size="14" text-anchor="middle" fill="#777">no data</text>"##)
+}
+
+pub(super) fn open_svg(out: &mut String, height: f64, title: &str) -> fmt::Result {
+    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    write!(out, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0}""#)?;
+    writeln!(out, r##" viewBox="0 0 {WIDTH} {height:.0}" font-family="{FONT}" fill="#222">"##)?;
+    writeln!(out, "<title>{}</title>", esc(title))?;
+    writeln!(out, r##"<rect width="100%" height="100%" fill="#fff"/>"##)
+}
+
+/// A linear axis from 0 to a round number above `max`, mapped onto `from..to`.
+pub(super) struct Axis {
+    pub(super) top: f64,
+    pub(super) step: f64,
+    pub(super) from: f64,
+    pub(super) to: f64,
+    pub(super) ticks: Vec<f64>,
+}
+
+impl Axis {
+    pub(super) fn new(max: f64, from: f64, to: f64) -> Axis {
+        let max = if max.is_finite() && max > 0.0 { max } else { 1.0 };
+        // About five ticks, on 1-2-2.5-5 steps, so labels read as round numbers.
+        let raw = max / 5.0;
+        let magnitude = 10f64.powf(raw.log10().floor());
+        let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+            .iter()
+            .map(|m| m * magnitude)
+            .find(|s| *s >= raw * (1.0 - 1e-9))
+            .unwrap_or(10.0 * magnitude);
+        let count = (max / step * (1.0 - 1e-9)).ceil().max(1.0);
+        let ticks = (0..=count as usize).map(|k| k as f64 * step).collect();
+        Axis { top: count * step, step, from, to, ticks }
+    }
+
+    pub(super) fn x(&self, v: f64) -> f64 {
+        self.from + (v.clamp(0.0, self.top) / self.top) * (self.to - self.from)
+    }
+
+    /// "0", "250k", "1.5M", "0.25": as many decimals as the step needs, in the step's unit.
+    pub(super) fn label(&self, v: f64) -> String {
+        if v == 0.0 {
+            return "0".to_string();
+        }
+        let (div, suffix) = if self.step >= 1e6 {
+            (1e6, "M")
+        } else if self.step >= 1e3 {
+            (1e3, "k")
+        } else {
+            (1.0, "")
+        };
+        let (x, s) = (v / div, self.step / div);
+        let decimals = if s.fract() == 0.0 {
+            0
+        } else if (s * 10.0).fract().abs() < 1e-9 {
+            1
+        } else {
+            2
+        };
+        format!("{x:.decimals$}{suffix}")
+    }
+}
+
+/// 123456.7 → "123,457".
+pub(super) fn thousands(v: f64) -> String {
+    let digits = format!("{:.0}", v.max(0.0));
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// CPU-µs with precision where it matters: "3.42", "12.3", "215".
+pub(super) fn micros(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Text and attribute values for XML; characters XML 1.0 cannot carry at all are dropped.
+pub(super) fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(' '),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_follow_the_runtime_not_its_position() {
+        assert_eq!(colors(["node", "rust"]), vec!["#59a14f", "#f28e2b"]);
+        assert_eq!(colors(["rust", "node"]), vec!["#f28e2b", "#59a14f"]);
+        let others = colors(["x", "rust", "y", "x"]);
+        assert_eq!((others[0], others[2], others[3]), (OTHERS[0], OTHERS[1], OTHERS[0]));
+    }
+
+    #[test]
+    fn axis_ticks_are_round() {
+        let axis = Axis::new(182_345.0, 0.0, 100.0);
+        assert_eq!(axis.step, 50_000.0);
+        assert_eq!(axis.ticks.last().copied(), Some(200_000.0));
+        assert_eq!((axis.label(150_000.0).as_str(), axis.label(0.0).as_str()), ("150k", "0"));
+        let axis = Axis::new(12.0, 0.0, 100.0);
+        assert_eq!((axis.step, axis.label(2.5).as_str()), (2.5, "2.5"));
+        let axis = Axis::new(0.0, 0.0, 100.0);
+        assert_eq!(axis.top, 1.0);
+        assert_eq!(thousands(1_234_567.4), "1,234,567");
+        assert_eq!(thousands(12.0), "12");
+    }
+}
