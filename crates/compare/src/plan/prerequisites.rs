@@ -11,21 +11,20 @@ use crate::plan::workloads::{Service, Workload};
 /// loadgen, each workload's server (ladder-rs also seeds ladder-postgres for every runtime), the upstream
 /// service and the delay proxy where used.
 pub fn rust_binaries(paths: &Paths, workloads: &[Workload], db_rtt: bool) -> Vec<PathBuf> {
-    let mut out = vec![paths.compare_exe.clone(), paths.loadgen()];
-    out.extend(workloads.iter().map(|w| paths.rust_bin(w.service())));
+    let mut candidates = vec![paths.compare_exe.clone(), paths.loadgen()];
+    candidates.extend(workloads.iter().map(|w| paths.rust_bin(w.service())));
     if workloads.iter().any(|w| w.upstream_delay().is_some()) {
-        out.push(paths.upstream());
+        candidates.push(paths.upstream());
     }
     if db_rtt {
-        out.push(paths.delay_proxy());
+        candidates.push(paths.delay_proxy());
     }
-    let mut seen = Vec::new();
-    out.retain(|b| {
-        b.is_file() && !seen.contains(b) && {
-            seen.push(b.clone());
-            true
+    let mut out: Vec<PathBuf> = Vec::new();
+    for bin in candidates {
+        if bin.is_file() && !out.contains(&bin) {
+            out.push(bin);
         }
-    });
+    }
     out
 }
 

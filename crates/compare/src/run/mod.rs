@@ -87,7 +87,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     if !missing.is_empty() {
         bail!("missing prerequisites:\n  - {}", missing.join("\n  - "));
     }
-    let binaries = crate::plan::prerequisites::rust_binaries(&cfg.paths, &cfg.workloads, !cfg.db_rtt.is_empty());
+    let binaries = prerequisites::rust_binaries(&cfg.paths, &cfg.workloads, !cfg.db_rtt.is_empty());
     let provenance = provenance::gather(&cfg.paths.repo, &binaries, cfg.allow_stale)?;
     // bun-compiled and bun-bytecode: their executables, from the current sources (a no-op when built).
     bun_build::ensure(cfg)?;
