@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The PHP metadata peer as compare runs it (runtime `php`): metadata.php in php-fpm 8.2 (OPcache on) behind
-# nginx, both started here with configuration written into a private temp dir (removed at exit).
+# nginx, both started here with configuration written into a private temp dir in TMPDIR (removed at exit; a
+# SIGKILL leaves it, which is why compare gives each server a TMPDIR inside its own work dir).
 #
 # Environment:
 #   METADATA_PORT      port nginx listens on (default 3001; 1..65535: nginx cannot report a port 0 chose)

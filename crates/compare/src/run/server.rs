@@ -35,6 +35,11 @@ pub fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?.port())
 }
 
+/// Where started servers keep temp files (their TMPDIR): beside their logs, inside the run's temp dir.
+fn server_tmp_dir(logdir: &std::path::Path) -> PathBuf {
+    logdir.join("tmp")
+}
+
 /// A started server: pinned with taskset, in its own process group, output to a log file. Or one that was
 /// already running (`--target NAME=URL`): never signalled, with a pid only when the user gave it.
 #[derive(Debug)]
@@ -69,6 +74,12 @@ impl Server {
             }
         }
         cmd.envs(spec.env.iter().map(|(k, v)| (k, subst(v))));
+        // Temp files into the run's own temp dir, removed with it: a server is stopped with SIGKILL, so what
+        // it would remove at a clean exit stays (the PHP peer's php-fpm and nginx configuration dir did, in
+        // /tmp, at every start).
+        let tmp = server_tmp_dir(logdir);
+        std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        cmd.env("TMPDIR", &tmp);
         let stdout = if spec.discard_stdout { Stdio::null() } else { Stdio::from(out.try_clone()?) };
         cmd.current_dir(&spec.cwd).stdin(Stdio::null()).stdout(stdout).stderr(out);
         // taskset execs the server, so the child's pid is the server's own.
@@ -163,4 +174,29 @@ pub fn startup(spec: &ServerSpec, bench: &Bench, ready_path: &str) -> anyhow::Re
     let (server, elapsed) = start_ready(spec, bench, ready_path)?;
     server.stop();
     Ok(millis(elapsed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A started server's TMPDIR is the run's, so what a SIGKILLed server leaves there goes with the run.
+    #[test]
+    fn a_started_server_keeps_its_temp_files_in_the_run_dir() {
+        let logdir = tempfile::tempdir().expect("temp dir");
+        let mut spec = ServerSpec::new("tmpdir", PathBuf::from("/bin/sh"));
+        spec.args = vec!["-c".into(), "echo \"$TMPDIR\"; exec sleep 30".into()];
+        let server = Server::start(&spec, "0", logdir.path()).expect("start");
+        let log = server.log.clone();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut text = String::new();
+        while !text.ends_with('\n') && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+            text = std::fs::read_to_string(&log).unwrap_or_default();
+        }
+        server.stop();
+        let tmp = server_tmp_dir(logdir.path());
+        assert_eq!(text.trim_end(), tmp.to_str().expect("UTF-8 path"));
+        assert!(tmp.is_dir(), "{} not created", tmp.display());
+    }
 }
