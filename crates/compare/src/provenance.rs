@@ -1,6 +1,7 @@
 //! Where a run's figures came from, recorded in every record: the commit of the checkout that built the Rust
-//! binaries and whether its tracked files differed from it, the build profile, the compiler the binaries
-//! name, a hash of each binary and of each lockfile (Cargo.lock, the peers' package-lock.json).
+//! binaries and whether its tracked files differed from it (which ones, and a hash of the difference), the
+//! build profile, the compiler the binaries name, a hash of each binary and of each lockfile (Cargo.lock, the
+//! peers' package-lock.json).
 //!
 //! The commit says which sources built the binaries only when the binaries are not older than those sources,
 //! so compare checks each against the dep-info cargo wrote beside it (crates/dep-info) and refuses a stale
@@ -25,6 +26,14 @@ pub struct Provenance {
     /// Tracked files differed from that commit when the run started (untracked files do not count: results
     /// land in bench/results); null outside a git checkout.
     pub dirty: Option<bool>,
+    /// The tracked files that differed (`git diff --name-only HEAD`), so a reader of a dirty run knows which;
+    /// empty when clean. Absent from records written before it existed.
+    #[serde(default)]
+    pub changed: Vec<String>,
+    /// SHA-256 of `git diff --binary HEAD` when dirty: two dirty runs with the same hash ran the same
+    /// uncommitted changes. Null when clean or outside a checkout.
+    #[serde(default)]
+    pub diff_sha256: Option<String>,
     /// The cargo profile folder the binaries came from (`release`, `debug`).
     pub profile: String,
     /// The compiler the binaries name in their `.comment` section (`rustc version 1.95.0 (…)`).
@@ -88,8 +97,8 @@ pub fn gather(repo: &Path, binaries: &[PathBuf], allow_stale: bool) -> anyhow::R
             lockfiles.insert(rel.to_string(), sha256_file(&path)?.0);
         }
     }
-    let (commit, dirty) = git_state(repo);
-    Ok(Provenance { commit, dirty, profile, rustc, binaries: hashes, lockfiles, stale })
+    let GitState { commit, dirty, changed, diff_sha256 } = git_state(repo);
+    Ok(Provenance { commit, dirty, changed, diff_sha256, profile, rustc, binaries: hashes, lockfiles, stale })
 }
 
 /// How to rebuild binaries of `profile` (the folder they sit in): bench/setup.sh builds the release ones.
@@ -101,8 +110,17 @@ fn rebuild_command(profile: &str) -> String {
     }
 }
 
-/// `(HEAD, tracked files differ from it)`, or nulls where git or the checkout is missing.
-fn git_state(repo: &Path) -> (Option<String>, Option<bool>) {
+/// The checkout as git sees it; nulls (and nothing changed) where git or the checkout is missing.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct GitState {
+    commit: Option<String>,
+    dirty: Option<bool>,
+    changed: Vec<String>,
+    diff_sha256: Option<String>,
+}
+
+/// HEAD, and the tracked files that differ from it (staged or not; untracked files do not count).
+fn git_state(repo: &Path) -> GitState {
     let git = |args: &[&str]| {
         Command::new("git")
             .arg("-C")
@@ -111,11 +129,26 @@ fn git_state(repo: &Path) -> (Option<String>, Option<bool>) {
             .output()
             .ok()
             .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .map(|o| o.stdout)
     };
-    let commit = git(&["rev-parse", "HEAD"]).filter(|c| !c.is_empty());
-    let dirty = commit.as_ref().and(git(&["status", "--porcelain", "--untracked-files=no"])).map(|s| !s.is_empty());
-    (commit, dirty)
+    let Some(commit) = git(&["rev-parse", "HEAD"])
+        .map(|out| String::from_utf8_lossy(&out).trim().to_string())
+        .filter(|c| !c.is_empty())
+    else {
+        return GitState::default();
+    };
+    // -z: a path is written as it is, whatever characters it holds.
+    let Some(names) = git(&["diff", "--name-only", "-z", "HEAD"]) else {
+        return GitState { commit: Some(commit), ..GitState::default() };
+    };
+    let changed: Vec<String> =
+        names.split(|&b| b == 0).filter(|n| !n.is_empty()).map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+    let diff_sha256 = if changed.is_empty() {
+        None
+    } else {
+        git(&["diff", "--binary", "HEAD"]).map(|diff| hex(&Sha256::digest(&diff)))
+    };
+    GitState { commit: Some(commit), dirty: Some(!changed.is_empty()), changed, diff_sha256 }
 }
 
 /// The rustc a binary was built by: the `rustc version …` string rustc leaves in its `.comment` section.
@@ -126,10 +159,14 @@ fn compiler(binary: &[u8]) -> Option<String> {
     std::str::from_utf8(&binary[at..end]).ok().map(str::to_string)
 }
 
-/// One line for the summaries: `abc1234 (dirty), release, rustc 1.95.0 (…)`, and the stale binaries.
+/// One line for the summaries: `commit abc1234, release build, rustc 1.95.0 (…)`, the changed files of a
+/// dirty checkout, and the stale binaries.
 pub fn describe(p: &Provenance) -> String {
     let commit = match (&p.commit, p.dirty) {
-        (Some(c), Some(true)) => format!("commit `{}` with uncommitted changes", short(c)),
+        (Some(c), Some(true)) if p.changed.is_empty() => format!("commit `{}` with uncommitted changes", short(c)),
+        (Some(c), Some(true)) => {
+            format!("commit `{}` with uncommitted changes to {}", short(c), changed_list(&p.changed))
+        }
         (Some(c), _) => format!("commit `{}`", short(c)),
         (None, _) => "no git commit".into(),
     };
@@ -139,6 +176,16 @@ pub fn describe(p: &Provenance) -> String {
         line.push_str(&format!("; STALE (--allow-stale): {}", p.stale.join("; ")));
     }
     line
+}
+
+/// At most five paths, then how many more: the record has them all.
+fn changed_list(changed: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut list: Vec<String> = changed.iter().take(SHOWN).map(|c| format!("`{c}`")).collect();
+    if changed.len() > SHOWN {
+        list.push(format!("{} more", changed.len() - SHOWN));
+    }
+    list.join(", ")
 }
 
 fn short(commit: &str) -> &str {
@@ -188,6 +235,47 @@ mod tests {
             .and_then(|f| f.set_modified(std::time::SystemTime::now()))
             .expect("mtime");
         assert!(gather(&repo, &[bin], false).expect("fresh").stale.is_empty());
+    }
+
+    #[test]
+    fn a_dirty_checkout_names_its_changed_files_and_hashes_the_difference() {
+        let dir = tempfile::tempdir().expect("dir");
+        let repo = dir.path();
+        let git = |args: &[&str]| {
+            let out = Command::new("git").arg("-C").arg(repo).args(args).output().expect("git");
+            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        git(&["init", "-q"]);
+        std::fs::write(repo.join("a.rs"), "fn a() {}").expect("a");
+        std::fs::write(repo.join("b c.rs"), "fn b() {}").expect("b");
+        git(&["add", "."]);
+        git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one"]);
+        let clean = git_state(repo);
+        assert_eq!((clean.dirty, clean.changed.len(), clean.diff_sha256.as_deref()), (Some(false), 0, None));
+        assert_eq!(clean.commit.as_deref().map(str::len), Some(40));
+
+        std::fs::write(repo.join("b c.rs"), "fn b() { 1; }").expect("b");
+        std::fs::write(repo.join("untracked.md"), "not counted").expect("untracked");
+        let dirty = git_state(repo);
+        assert_eq!((dirty.dirty, dirty.changed.clone()), (Some(true), vec!["b c.rs".to_string()]));
+        let hash = dirty.diff_sha256.clone().expect("a diff hash");
+        assert_eq!(git_state(repo).diff_sha256, Some(hash.clone()), "the same changes, the same hash");
+        std::fs::write(repo.join("b c.rs"), "fn b() { 2; }").expect("b");
+        assert_ne!(git_state(repo).diff_sha256, Some(hash), "other changes, another hash");
+
+        let p = Provenance {
+            commit: dirty.commit,
+            dirty: Some(true),
+            changed: (1..=7).map(|i| format!("f{i}.rs")).collect(),
+            diff_sha256: None,
+            profile: "release".into(),
+            rustc: None,
+            binaries: BTreeMap::new(),
+            lockfiles: BTreeMap::new(),
+            stale: Vec::new(),
+        };
+        let line = describe(&p);
+        assert!(line.contains("uncommitted changes to `f1.rs`, `f2.rs`, `f3.rs`, `f4.rs`, `f5.rs`, 2 more"), "{line}");
     }
 
     #[test]
