@@ -149,6 +149,11 @@ pub struct TlsSeen {
     pub resumed_handshakes: u64,
     /// From connect() to the handshake's end, µs (loadgen's handshake latency).
     pub handshake_latency_us: LatencyUs,
+    /// Failed handshakes per reason, as loadgen named them (`closed by the server during the handshake`,
+    /// `handshake timed out`, `alert received: HandshakeFailure`); empty when none failed. Absent from records
+    /// written before it existed.
+    #[serde(default)]
+    pub failures: BTreeMap<String, u64>,
 }
 
 /// What a write run left in its database, read back after the load (stored.rs).

@@ -123,6 +123,7 @@ mod tests {
             full_handshakes: opened - resumed,
             resumed_handshakes: resumed,
             handshake_latency_us: LatencyUs { p50: 1500, p95: None, p99: 4000, p999: 5000, max: 9000 },
+            failures: Default::default(),
         });
         r
     }

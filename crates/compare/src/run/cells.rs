@@ -467,5 +467,6 @@ fn tls_seen(tls: &loadgen::report::Tls) -> TlsSeen {
         full_handshakes: c.handshakes.full + c.handshakes.full_with_hello_retry,
         resumed_handshakes: c.handshakes.resumed,
         handshake_latency_us: latency(&tls.handshake_latency),
+        failures: c.failures.clone(),
     }
 }

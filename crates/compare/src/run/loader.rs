@@ -188,6 +188,9 @@ pub fn void_reasons(run: &LoadgenRun, also_ok: &[u16], warmup: bool) -> Vec<Stri
     if !errors.is_empty() {
         reasons.push(format!("errors: {}", errors.join(", ")));
     }
+    if let Some(why) = rep.tls.as_ref().and_then(|t| tls_failures(&t.counts)) {
+        reasons.push(why);
+    }
     let c = &rep.connections;
     // A warmup may end before a cold server has finished every handshake (a JIT at its first hundred TLS
     // handshakes takes hundreds of milliseconds); a connection that failed shows as an error above.
@@ -207,9 +210,33 @@ pub fn void_reasons(run: &LoadgenRun, also_ok: &[u16], warmup: bool) -> Vec<Stri
     reasons
 }
 
+/// Why handshakes failed, in loadgen's words (`TLS failures: handshake timed out 3`); `None` when none did. A
+/// count of `tls` errors alone does not say whether the server closed, refused or never answered.
+fn tls_failures(counts: &loadgen::stats::TlsCounts) -> Option<String> {
+    let why: Vec<String> = counts.failures.iter().map(|(reason, n)| format!("{reason} {n}")).collect();
+    (!why.is_empty()).then(|| format!("TLS failures: {}", why.join(", ")))
+}
+
 /// Where a capacity search's own result goes: beside the records, so every step stays readable after the run
 /// (`<out-dir>/<run id>-capacity/<tag>.json`, loadgen's schemas/loadgen/capacity.schema.json).
 pub fn capacity_file(jsonl: &Path, tag: &str) -> PathBuf {
     let stem = jsonl.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     jsonl.with_file_name(format!("{stem}-capacity")).join(format!("{tag}.json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_failures_name_each_reason_with_its_count() {
+        let mut counts = loadgen::stats::TlsCounts::default();
+        assert_eq!(tls_failures(&counts), None);
+        counts.failures.insert("handshake timed out".into(), 3);
+        counts.failures.insert("closed by the server during the handshake".into(), 40);
+        assert_eq!(
+            tls_failures(&counts).as_deref(),
+            Some("TLS failures: closed by the server during the handshake 40, handshake timed out 3")
+        );
+    }
 }
