@@ -5,13 +5,32 @@ use std::fmt::{self, Write};
 
 pub(super) const WIDTH: f64 = 720.0;
 const FONT: &str = "Helvetica, Arial, sans-serif";
-/// The runtimes compare knows keep one colour in every chart, whichever subset a chart shows; the floor is
-/// grey because it is a reference, not a contender. Colours from Tableau 10, distinct under the common
-/// colour-vision deficiencies.
-const KNOWN: [(&str, &str); 5] =
-    [("rust", "#f28e2b"), ("bun", "#4e79a7"), ("node", "#59a14f"), ("koa", "#e15759"), ("floor", "#79706e")];
-/// Other runtimes, in order of appearance.
-const OTHERS: [&str; 5] = ["#76b7b2", "#b07aa1", "#edc948", "#9c755f", "#ff9da7"];
+/// Every runtime compare knows keeps its own colour in every chart, whichever subset a chart shows, so no two
+/// share one even when all of them are drawn (a frameworks run shows a dozen). From Tableau 20: one hue per
+/// server or framework, the darker shade on Node and the lighter on Bun; the floor is grey because it is a
+/// reference, not a contender. The five most common (rust, bun, node, koa, floor) are Tableau 10's darker
+/// shades, distinct under the common colour-vision deficiencies.
+const KNOWN: [(&str, &str); 17] = [
+    ("rust", "#f28e2b"),
+    ("bun", "#4e79a7"),
+    ("node", "#59a14f"),
+    ("koa", "#e15759"),
+    ("floor", "#79706e"),
+    ("bun-shipped", "#a0cbe8"),
+    ("node-shipped", "#8cd17d"),
+    ("koa-bun", "#ff9d9a"),
+    ("fastify-node", "#499894"),
+    ("fastify-bun", "#86bcb6"),
+    ("express-node", "#b6992d"),
+    ("express-bun", "#f1ce63"),
+    ("flight-node", "#b07aa1"),
+    ("flight-bun", "#d4a6c8"),
+    ("bun-compiled", "#d37295"),
+    ("bun-bytecode", "#fabfd2"),
+    ("php", "#9d7660"),
+];
+/// Other runtimes (`--target` names), in order of appearance: colours no known runtime has.
+const OTHERS: [&str; 5] = ["#17becf", "#bcbd22", "#ffbe7d", "#d7b5a6", "#bab0ac"];
 
 /// One colour per entry of `runtimes` (a name listed twice gets the same colour both times).
 pub(super) fn colors<'a>(runtimes: impl IntoIterator<Item = &'a str>) -> Vec<&'static str> {
@@ -167,6 +186,20 @@ pub(super) fn esc(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_known_runtime_and_the_first_others_have_distinct_colours() {
+        let names: Vec<&str> = KNOWN.iter().map(|(name, _)| *name).chain(["x", "y", "z", "v", "w"]).collect();
+        let mut colours = colors(names.iter().copied());
+        colours.sort_unstable();
+        colours.dedup();
+        assert_eq!(colours.len(), names.len(), "a colour used twice");
+        use crate::plan::runtimes::{ALL, by_name_only};
+        for runtime in ALL.into_iter().chain(by_name_only()) {
+            let name = runtime.name();
+            assert!(KNOWN.iter().any(|(k, _)| *k == name), "{name} has no colour of its own");
+        }
+    }
 
     #[test]
     fn colours_follow_the_runtime_not_its_position() {
