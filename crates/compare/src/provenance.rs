@@ -111,7 +111,7 @@ fn rebuild_command(profile: &str) -> String {
 }
 
 /// The checkout as git sees it; nulls (and nothing changed) where git or the checkout is missing.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 struct GitState {
     commit: Option<String>,
     dirty: Option<bool>,

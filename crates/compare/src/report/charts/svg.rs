@@ -186,6 +186,7 @@ pub(super) fn esc(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::runtimes::{ALL, by_name_only};
 
     #[test]
     fn every_known_runtime_and_the_first_others_have_distinct_colours() {
@@ -194,7 +195,6 @@ mod tests {
         colours.sort_unstable();
         colours.dedup();
         assert_eq!(colours.len(), names.len(), "a colour used twice");
-        use crate::plan::runtimes::{ALL, by_name_only};
         for runtime in ALL.into_iter().chain(by_name_only()) {
             let name = runtime.name();
             assert!(KNOWN.iter().any(|(k, _)| *k == name), "{name} has no colour of its own");
