@@ -38,6 +38,8 @@ pub enum Cmd {
     Report(crate::report::ReportArgs),
     /// Judge one or more runs' records by the repeatability rule: a verdict per workload, runtime and metric
     Verdict(crate::report::verdicts::VerdictArgs),
+    /// Judge each published claim of the ledger (bench/claims.toml) on runs' records: one verdict per claim
+    Claims(crate::report::claims::ClaimsArgs),
     /// Run loadgen and wrk against the same servers (the floor, the Node hello peer) and say whether they agree
     Calibrate(crate::calibrate::CalibrateArgs),
     /// Container image size and start time of docker-compose.yml's images, with the local Docker engine
@@ -342,6 +344,32 @@ mod tests {
         );
         let q = parse(&["--quick", "--runs", "2", "--warmup", "0"]).expect("quick with flags");
         assert_eq!((q.runs, q.warmup), (2, Duration::ZERO));
+    }
+
+    /// The layout the four-core claims need (bench/claims.toml's 000K, 000L, 000M and 003C): four server
+    /// cores, two for the loader, two for the databases. Checked here, on a machine that may not have them:
+    /// rust runs four workers, Node a cluster of four, Bun four processes sharing the port, and the one-process
+    /// runtimes are left out.
+    #[test]
+    fn the_four_core_layout_of_the_ledgers_command() {
+        use crate::plan::server_spec::{ServerEnv, server_spec};
+        let c = parse(&["--server-cores", "0-3", "--loader-cores", "4-5", "--db-cores", "6-7"]).expect("layout");
+        assert_eq!(c.server_processes, 4);
+        assert_eq!((c.server_cores.count(), c.loader_cores.count(), c.db_cores.count()), (4, 2, 2));
+        assert!(c.server_cores.is_disjoint(&c.loader_cores) && c.loader_cores.is_disjoint(&c.db_cores));
+        assert!(!c.runtimes.contains(&Runtime::Koa) && !c.runtimes.contains(&Runtime::Floor), "one process each");
+        let paths = crate::plan::paths::Paths::resolve(
+            std::path::Path::new("/repo"),
+            Some(std::path::Path::new("/repo")),
+            Some(std::path::Path::new("/bin")),
+            "/bin/compare".into(),
+        );
+        let env = ServerEnv { processes: c.server_processes, ..ServerEnv::default() };
+        let w = workloads::Workload::HelloDefault;
+        let has = |rt: Runtime, k: &str| server_spec(rt, w, &paths, &env).env.contains(&(k.into(), "4".into()));
+        assert!(has(Runtime::Rust, "FLIGHT_WORKERS"), "rust: four workers");
+        assert!(has(Runtime::Node, "PEER_PROCESSES"), "node: a cluster of four");
+        assert!(has(Runtime::Bun, "PEER_PROCESSES"), "bun: four processes on one port");
     }
 
     /// The default run's budget (crates/compare/README.md, "How long"): every workload and runtime in about 2

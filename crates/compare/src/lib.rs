@@ -16,7 +16,10 @@
 //!     │                       fresh pinned server under loadgen, every record appended as measured
 //!     ▼
 //!   records                   one JSON line per run: the only thing report reads
-//!   report/                   Markdown tables, SVG charts, the HTML page (also `compare report`)
+//!   verdict, reference        the repeatability rule, and the runtime its ratios are taken against
+//!   ledger                    bench/claims.toml: the published claims and the pair, metric and workload of each
+//!   report/                   Markdown tables, SVG charts, the HTML page (also `compare report`); the
+//!                             verdicts and published claims on top of the rule (`compare verdict`, `claims`)
 //!   calibrate/                loadgen against wrk on the same servers (`compare calibrate`)
 //!   images, floor             `compare images`; the floor server (`compare floor`)
 //!   system/                   processes and their groups, /proc, core lists, a raw HTTP client
@@ -38,10 +41,12 @@ pub mod cli;
 pub mod floor;
 pub mod format;
 pub mod images;
+pub mod ledger;
 pub mod measure;
 pub mod plan;
 pub mod provenance;
 pub mod records;
+pub mod reference;
 pub mod report;
 pub mod run;
 pub mod settings;

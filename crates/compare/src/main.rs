@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         Some(Cmd::Floor(args)) => floor::command(&args),
         Some(Cmd::Report(args)) => report::command(&args),
         Some(Cmd::Verdict(args)) => report::verdicts::command(&args),
+        Some(Cmd::Claims(args)) => report::claims::command(&args),
         Some(Cmd::Calibrate(args)) => calibrate::command(&args),
         Some(Cmd::Images(args)) => images::command(&args),
         Some(Cmd::Reap) => compare::system::process::reap(),

@@ -1,5 +1,5 @@
-//! The published repeatability rule, applied to every workload × runtime × metric against rust: a difference
-//! counts only if
+//! The published repeatability rule, applied to every workload × runtime × metric against a reference
+//! runtime (rust unless told otherwise, crate::reference): a difference counts only if
 //!
 //! - **(a) separation**: within each run, the two runtimes' per-round values do not overlap: the lower's
 //!   largest round is below the higher's smallest, each over at least [`MIN_ROUNDS`] valid rounds;
@@ -9,14 +9,16 @@
 //!   better value beats the other by more than 10%);
 //! - **(d) validity**: neither runtime has a void record in that workload in any of the runs.
 //!
-//! Verdicts: `rust better` / `rust worse` when (a)–(d) hold; `no measurable difference` when a run fails (a)
-//! or (c); `not reproduced` when only one run qualifies or the runs disagree in direction; `not comparable`
-//! when (d) fails. The rule reads records only (already judged by the report's cross-record rules, at each
-//! workload's headline connection count and round trip), so its input is what the report shows.
+//! Verdicts: `<reference> better` / `<reference> worse` when (a)–(d) hold; `no measurable difference` when a
+//! run fails (a) or (c); `not reproduced` when only one run qualifies or the runs disagree in direction; `not
+//! comparable` when (d) fails. The rule reads records only (already judged by the report's cross-record
+//! rules, at each workload's headline connection count and round trip), so its input is what the report
+//! shows. [`judge_pair`] is the rule for one pair, metric and kind of record: the overview's verdicts and
+//! the published claims' (crate::claims) both come from it.
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::records::{Kind, Record, ordered};
 use crate::stats::{Spread, per_round_ratio, spread};
@@ -28,7 +30,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 /// (b): a second run on the same host counts when it started at least this long after the first.
 pub const REPRODUCE_AFTER_S: i64 = 3600;
 
-/// What is judged, each with which way is better.
+/// What is judged, each with which way is better and which records hold it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
@@ -38,65 +40,112 @@ pub enum Metric {
     ReqPerS,
     /// The highest open-loop rate within the p99 objective (`--capacity`): higher is better.
     CapacityRps,
+    /// Latency percentiles of a closed- or open-loop run, ms: lower is better.
+    P50Ms,
+    P95Ms,
+    P99Ms,
+    P999Ms,
+    /// Idle RSS before the run and the peak (VmHWM) over it, of the server's whole tree, MiB: lower is better.
+    RssIdleMib,
+    RssPeakMib,
+    /// One cold start, exec → first 200, ms: lower is better.
+    StartupMs,
+    /// The DB-only loop's lookups per second (metadata): higher is better.
+    LookupsPerS,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 3] = [Metric::CpuUsPerResp, Metric::ReqPerS, Metric::CapacityRps];
+    /// What every overview judges.
+    pub const JUDGED: [Metric; 3] = [Metric::CpuUsPerResp, Metric::ReqPerS, Metric::CapacityRps];
+    /// Every metric, in the order `name` lists them.
+    pub const ALL: [Metric; 11] = [
+        Metric::CpuUsPerResp,
+        Metric::ReqPerS,
+        Metric::CapacityRps,
+        Metric::P50Ms,
+        Metric::P95Ms,
+        Metric::P99Ms,
+        Metric::P999Ms,
+        Metric::RssIdleMib,
+        Metric::RssPeakMib,
+        Metric::StartupMs,
+        Metric::LookupsPerS,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Metric::CpuUsPerResp => "cpu_us_per_resp",
             Metric::ReqPerS => "req_per_s",
             Metric::CapacityRps => "capacity_rps",
+            Metric::P50Ms => "p50_ms",
+            Metric::P95Ms => "p95_ms",
+            Metric::P99Ms => "p99_ms",
+            Metric::P999Ms => "p999_ms",
+            Metric::RssIdleMib => "rss_idle_mib",
+            Metric::RssPeakMib => "rss_peak_mib",
+            Metric::StartupMs => "startup_ms",
+            Metric::LookupsPerS => "lookups_per_s",
         }
     }
 
-    fn kind(self) -> Kind {
+    pub fn parse(name: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// The records that hold it, by default: latency may also be read from open-loop runs ([`Metric::kinds`]).
+    pub fn kind(self) -> Kind {
         match self {
-            Metric::CpuUsPerResp | Metric::ReqPerS => Kind::Closed,
             Metric::CapacityRps => Kind::Capacity,
+            Metric::StartupMs => Kind::Startup,
+            Metric::LookupsPerS => Kind::Lookups,
+            _ => Kind::Closed,
         }
     }
 
-    fn value(self) -> fn(&Record) -> Option<f64> {
+    /// The kinds of record a judgement of this metric may read.
+    pub fn kinds(self) -> &'static [Kind] {
+        match self {
+            Metric::P50Ms | Metric::P95Ms | Metric::P99Ms | Metric::P999Ms => &[Kind::Closed, Kind::Open],
+            Metric::CapacityRps => &[Kind::Capacity],
+            Metric::StartupMs => &[Kind::Startup],
+            Metric::LookupsPerS => &[Kind::Lookups],
+            _ => &[Kind::Closed],
+        }
+    }
+
+    pub fn value(self) -> fn(&Record) -> Option<f64> {
         match self {
             Metric::CpuUsPerResp => |r| r.server_cpu_us_per_resp,
             Metric::ReqPerS => |r| r.req_per_s,
             // A search that stopped at the loader's limit or loadgen's ceiling found a lower bound, not a
             // capacity: it cannot be judged.
             Metric::CapacityRps => |r| r.capacity.as_ref().filter(|c| !c.loader_bound && !c.reached_max)?.rps,
+            Metric::P50Ms => |r| r.latency_us.map(|l| l.p50 as f64 / 1e3),
+            Metric::P95Ms => |r| r.latency_us?.p95.map(|v| v as f64 / 1e3),
+            Metric::P99Ms => |r| r.latency_us.map(|l| l.p99 as f64 / 1e3),
+            Metric::P999Ms => |r| r.latency_us.map(|l| l.p999 as f64 / 1e3),
+            Metric::RssIdleMib => |r| r.rss_idle_kib.map(|k| k as f64 / 1024.0),
+            Metric::RssPeakMib => |r| r.rss_peak_kib.map(|k| k as f64 / 1024.0),
+            Metric::StartupMs => |r| r.startup_ms,
+            Metric::LookupsPerS => |r| r.lookups.map(|l| l.ops_per_s),
         }
     }
 
-    fn lower_is_better(self) -> bool {
-        self == Metric::CpuUsPerResp
+    /// Less is better for CPU, latency, memory and start time; more for throughput and capacity.
+    pub fn lower_is_better(self) -> bool {
+        !matches!(self, Metric::ReqPerS | Metric::CapacityRps | Metric::LookupsPerS)
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The rule's outcome; [`Judgement::verdict_text`] words it against the judgement's reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    #[serde(rename = "rust better")]
-    RustBetter,
-    #[serde(rename = "rust worse")]
-    RustWorse,
-    #[serde(rename = "no measurable difference")]
+    /// (a)–(d) hold and the reference is the better one.
+    Better,
+    Worse,
     NoMeasurableDifference,
-    #[serde(rename = "not reproduced")]
     NotReproduced,
-    #[serde(rename = "not comparable")]
     NotComparable,
-}
-
-impl Verdict {
-    pub fn text(self) -> &'static str {
-        match self {
-            Verdict::RustBetter => "rust better",
-            Verdict::RustWorse => "rust worse",
-            Verdict::NoMeasurableDifference => "no measurable difference",
-            Verdict::NotReproduced => "not reproduced",
-            Verdict::NotComparable => "not comparable",
-        }
-    }
 }
 
 /// One run's view of one cell and metric.
@@ -105,13 +154,16 @@ pub struct RunEffect {
     pub run_id: String,
     pub host: String,
     pub started_at: String,
-    /// Median over rounds of this runtime's value ÷ rust's in the same round; null without a shared round.
+    /// Median over rounds of the runtime's value ÷ the reference's in the same round; null without a shared
+    /// round.
     pub ratio: Option<f64>,
-    /// Which runtime this run favours, by `ratio`: true for rust.
-    pub rust_better: Option<bool>,
+    /// Which runtime this run favours, by `ratio`: true for the reference.
+    pub reference_better: Option<bool>,
     /// Each runtime's per-round values in this run (median, min, max, valid rounds).
-    pub rust: Option<SpreadOut>,
+    pub reference: Option<SpreadOut>,
     pub other: Option<SpreadOut>,
+    /// The per-round ratios' own spread (min, max, rounds) in this run.
+    pub ratios: Option<SpreadOut>,
     /// (a): the per-round ranges do not overlap, with at least MIN_ROUNDS valid rounds each.
     pub separated: bool,
     /// (c): the median ratio is beyond 1 ± 10%.
@@ -134,11 +186,12 @@ impl From<Spread> for SpreadOut {
     }
 }
 
-/// The verdict on one workload × runtime × metric, with the runs it read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The verdict on one workload × runtime × metric against the reference, with the runs it read.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
     pub workload: String,
     pub runtime: String,
+    pub reference: String,
     pub metric: Metric,
     pub verdict: Verdict,
     /// (b): two runs that count as independent (another host, or an hour apart) agree in direction; false
@@ -148,56 +201,127 @@ pub struct Judgement {
     pub runs: Vec<RunEffect>,
 }
 
+/// The JSON form: `verdict` is the words, `node better` when Node is the reference.
+impl Serialize for Judgement {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            workload: &'a str,
+            runtime: &'a str,
+            reference: &'a str,
+            metric: Metric,
+            verdict: String,
+            reproduced: bool,
+            runs: &'a [RunEffect],
+        }
+        Out {
+            workload: &self.workload,
+            runtime: &self.runtime,
+            reference: &self.reference,
+            metric: self.metric,
+            verdict: self.verdict_text(),
+            reproduced: self.reproduced,
+            runs: &self.runs,
+        }
+        .serialize(s)
+    }
+}
+
 impl Judgement {
+    /// The verdict in words: `rust better`, `node worse`, `no measurable difference`, `not reproduced`, `not
+    /// comparable`.
+    pub fn verdict_text(&self) -> String {
+        match self.verdict {
+            Verdict::Better => self.direction_text(true),
+            Verdict::Worse => self.direction_text(false),
+            Verdict::NoMeasurableDifference => "no measurable difference".into(),
+            Verdict::NotReproduced => "not reproduced".into(),
+            Verdict::NotComparable => "not comparable".into(),
+        }
+    }
+
+    /// `<reference> better` or `<reference> worse`.
+    pub fn direction_text(&self, reference_better: bool) -> String {
+        format!("{} {}", self.reference, if reference_better { "better" } else { "worse" })
+    }
+
     /// (a), (c) and (d) hold in every run: with one run, what the rule can say before (b).
     pub fn holds_within_runs(&self) -> bool {
         !self.runs.is_empty() && self.runs.iter().all(|r| r.void.is_empty() && r.separated && r.large)
     }
 
-    /// The direction every run agrees on, when they agree.
+    /// The direction every run agrees on, when they agree: true for the reference.
     pub fn direction(&self) -> Option<bool> {
-        let first = self.runs.first()?.rust_better?;
-        self.runs.iter().all(|r| r.rust_better == Some(first)).then_some(first)
+        let first = self.runs.first()?.reference_better?;
+        self.runs.iter().all(|r| r.reference_better == Some(first)).then_some(first)
     }
 }
 
-/// Every judgement the records allow: per workload (in the order recorded), per runtime other than rust that
-/// rust was measured beside, per metric with values in some run.
-pub fn judge(records: &[Record]) -> Vec<Judgement> {
-    let runs = ordered(records.iter().map(|r| r.run_id.as_str()));
+/// Every judgement the records allow against `reference`: per workload (in the order recorded), per runtime
+/// other than the reference that it was measured beside, per metric of [`Metric::JUDGED`] with values in
+/// some run.
+pub fn judge(records: &[Record], reference: &str) -> Vec<Judgement> {
     let mut out = Vec::new();
     for w in ordered(records.iter().map(|r| r.workload.as_str())) {
         let mine: Vec<&Record> = records.iter().filter(|r| r.workload == w).collect();
-        if !mine.iter().any(|r| r.runtime == "rust") {
+        if !mine.iter().any(|r| r.runtime == reference) {
             continue;
         }
-        for rt in ordered(mine.iter().map(|r| r.runtime.as_str())).into_iter().filter(|r| r != "rust") {
-            // Capacity only where searched; the closed-loop metrics wherever the cell was (a void check left
-            // none, and is judged not comparable).
-            let searched = mine.iter().any(|r| r.kind == Kind::Capacity);
-            for metric in Metric::ALL.into_iter().filter(|m| *m != Metric::CapacityRps || searched) {
-                let effects: Vec<RunEffect> =
-                    runs.iter().filter_map(|run| run_effect(records, run, &w, &rt, metric)).collect();
-                if !effects.is_empty() {
-                    out.push(conclude(w.clone(), rt.clone(), metric, effects));
-                }
+        // Capacity only where searched; the closed-loop metrics wherever the cell was (a void check left
+        // none, and is judged not comparable).
+        let searched = mine.iter().any(|r| r.kind == Kind::Capacity);
+        for rt in ordered(mine.iter().map(|r| r.runtime.as_str())).into_iter().filter(|r| r != reference) {
+            for metric in Metric::JUDGED.into_iter().filter(|m| *m != Metric::CapacityRps || searched) {
+                out.extend(judge_pair(records, &w, &rt, reference, metric, metric.kind()));
             }
         }
     }
     out
 }
 
-/// One run's effect for the cell, or `None` when the run did not measure this runtime on `w` beside rust.
-fn run_effect(records: &[Record], run: &str, w: &str, rt: &str, metric: Metric) -> Option<RunEffect> {
+/// The rule for one pair: `runtime` against `reference` on `workload`'s `metric` read from `kind` records,
+/// over every run in `records`; `None` when no run measured both.
+pub fn judge_pair(
+    records: &[Record],
+    workload: &str,
+    runtime: &str,
+    reference: &str,
+    metric: Metric,
+    kind: Kind,
+) -> Option<Judgement> {
+    let pair = Pair { workload, runtime, reference, metric, kind };
+    let runs = ordered(records.iter().map(|r| r.run_id.as_str()));
+    let effects: Vec<RunEffect> = runs.iter().filter_map(|run| run_effect(records, run, &pair)).collect();
+    (!effects.is_empty()).then(|| conclude(&pair, effects))
+}
+
+/// What one judgement compares.
+struct Pair<'a> {
+    workload: &'a str,
+    runtime: &'a str,
+    reference: &'a str,
+    metric: Metric,
+    kind: Kind,
+}
+
+/// One run's effect for the pair, or `None` when the run did not measure both runtimes on the workload, or
+/// measured neither's metric there and voided nothing (several runs' files read together: a run of the
+/// workload at another count, or without cold starts, says nothing about this metric).
+fn run_effect(records: &[Record], run: &str, p: &Pair) -> Option<RunEffect> {
     let of = |name: &str| -> Vec<Record> {
-        records.iter().filter(|r| r.run_id == run && r.workload == w && r.runtime == name).cloned().collect()
+        records.iter().filter(|r| r.run_id == run && r.workload == p.workload && r.runtime == name).cloned().collect()
     };
-    let (rust, other) = (of("rust"), of(rt));
-    if rust.is_empty() || other.is_empty() {
+    let (reference, other) = (of(p.reference), of(p.runtime));
+    if reference.is_empty() || other.is_empty() {
+        return None;
+    }
+    let value = p.metric.value();
+    let measured = |r: &Record| r.void || (r.kind == p.kind && value(r).is_some());
+    if !reference.iter().chain(&other).any(measured) {
         return None;
     }
     let first = records.iter().find(|r| r.run_id == run)?;
-    let void: Vec<String> = rust
+    let void: Vec<String> = reference
         .iter()
         .chain(&other)
         .filter(|r| r.void)
@@ -206,13 +330,14 @@ fn run_effect(records: &[Record], run: &str, w: &str, rt: &str, metric: Metric) 
             format!("{} {} round {}: {why}", r.runtime, r.kind.as_str(), r.round)
         })
         .collect();
-    let values =
-        |rs: &[Record]| spread(rs.iter().filter(|r| r.kind == metric.kind() && !r.void).filter_map(metric.value()));
-    let (rust_spread, other_spread) = (values(&rust), values(&other));
-    let both: Vec<Record> = rust.into_iter().chain(other).collect();
-    let ratio = per_round_ratio(&both, w, metric.kind(), rt, "rust", metric.value()).map(|s| s.median);
-    let rust_better = ratio.map(|r| if metric.lower_is_better() { r > 1.0 } else { r < 1.0 });
-    let separated = match (rust_spread, other_spread) {
+    let values = |rs: &[Record]| spread(rs.iter().filter(|r| r.kind == p.kind && !r.void).filter_map(value));
+    let (reference_spread, other_spread) = (values(&reference), values(&other));
+    let both: Vec<Record> = reference.into_iter().chain(other).collect();
+    let ratios = per_round_ratio(&both, p.workload, p.kind, p.runtime, p.reference, value);
+    let ratio = ratios.map(|s| s.median);
+    let lower = p.metric.lower_is_better();
+    let reference_better = ratio.map(|r| if lower { r > 1.0 } else { r < 1.0 });
+    let separated = match (reference_spread, other_spread) {
         (Some(a), Some(b)) if a.n >= MIN_ROUNDS && b.n >= MIN_ROUNDS => a.max < b.min || b.max < a.min,
         _ => false,
     };
@@ -222,17 +347,26 @@ fn run_effect(records: &[Record], run: &str, w: &str, rt: &str, metric: Metric) 
         host: first.machine.hostname.clone(),
         started_at: first.started_at.clone(),
         ratio,
-        rust_better,
-        rust: rust_spread.map(SpreadOut::from),
+        reference_better,
+        reference: reference_spread.map(SpreadOut::from),
         other: other_spread.map(SpreadOut::from),
+        ratios: ratios.map(SpreadOut::from),
         separated,
         large,
         void,
     })
 }
 
-fn conclude(workload: String, runtime: String, metric: Metric, runs: Vec<RunEffect>) -> Judgement {
-    let mut j = Judgement { workload, runtime, metric, verdict: Verdict::NotReproduced, reproduced: false, runs };
+fn conclude(p: &Pair, runs: Vec<RunEffect>) -> Judgement {
+    let mut j = Judgement {
+        workload: p.workload.to_string(),
+        runtime: p.runtime.to_string(),
+        reference: p.reference.to_string(),
+        metric: p.metric,
+        verdict: Verdict::NotReproduced,
+        reproduced: false,
+        runs,
+    };
     j.reproduced = j.direction().is_some() && independent(&j.runs);
     j.verdict = if j.runs.iter().any(|r| !r.void.is_empty()) {
         Verdict::NotComparable
@@ -241,9 +375,9 @@ fn conclude(workload: String, runtime: String, metric: Metric, runs: Vec<RunEffe
     } else if !j.reproduced {
         Verdict::NotReproduced
     } else if j.direction() == Some(true) {
-        Verdict::RustBetter
+        Verdict::Better
     } else {
-        Verdict::RustWorse
+        Verdict::Worse
     };
     j
 }
@@ -266,7 +400,7 @@ pub fn by_cell(judgements: &[Judgement]) -> BTreeMap<(String, String, Metric), &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::test_record;
+    use crate::records::{LatencyUs, test_record};
 
     /// Rounds of rust and `rt` on hello-bare in run `run`, started at `at`, on `host`: (rust, rt) CPU per
     /// response each round.
@@ -287,7 +421,7 @@ mod tests {
     }
 
     fn verdict(records: &[Record], metric: Metric) -> Verdict {
-        let all = judge(records);
+        let all = judge(records, "rust");
         all.iter().find(|j| j.metric == metric).map(|j| j.verdict).expect("a judgement")
     }
 
@@ -296,7 +430,7 @@ mod tests {
     #[test]
     fn one_clear_run_waits_for_its_second() {
         let r = run("a", "h", "2026-12-04T10:00:00Z", "bun", &CLEAR);
-        let all = judge(&r);
+        let all = judge(&r, "rust");
         let cpu = all.iter().find(|j| j.metric == Metric::CpuUsPerResp).expect("cpu");
         assert_eq!(cpu.verdict, Verdict::NotReproduced);
         assert!(cpu.holds_within_runs() && cpu.direction() == Some(true));
@@ -310,17 +444,17 @@ mod tests {
         let soon = run("b", "h", "2026-12-04T10:30:00Z", "bun", &CLEAR);
         assert_eq!(verdict(&[r.clone(), soon].concat(), Metric::CpuUsPerResp), Verdict::NotReproduced);
         let elsewhere = run("c", "other", "2026-12-04T10:30:00Z", "bun", &CLEAR);
-        assert_eq!(verdict(&[r.clone(), elsewhere].concat(), Metric::CpuUsPerResp), Verdict::RustBetter);
+        assert_eq!(verdict(&[r.clone(), elsewhere].concat(), Metric::CpuUsPerResp), Verdict::Better);
         r.extend(run("d", "h", "2026-12-04T11:00:00Z", "bun", &CLEAR));
-        assert_eq!(verdict(&r, Metric::CpuUsPerResp), Verdict::RustBetter);
-        assert_eq!(verdict(&r, Metric::ReqPerS), Verdict::RustBetter, "fewer µs per response, more req/s");
+        assert_eq!(verdict(&r, Metric::CpuUsPerResp), Verdict::Better);
+        assert_eq!(verdict(&r, Metric::ReqPerS), Verdict::Better, "fewer µs per response, more req/s");
         let worse: Vec<(f64, f64)> = CLEAR.iter().map(|(a, b)| (*b, *a)).collect();
         let worse = [
             run("a", "h", "2026-12-04T10:00:00Z", "node", &worse),
             run("d", "h", "2026-12-04T11:00:00Z", "node", &worse),
         ]
         .concat();
-        assert_eq!(verdict(&worse, Metric::CpuUsPerResp), Verdict::RustWorse);
+        assert_eq!(verdict(&worse, Metric::CpuUsPerResp), Verdict::Worse);
     }
 
     #[test]
@@ -351,10 +485,54 @@ mod tests {
         open.run_id = "a".into();
         open.void_because("2 timeouts");
         r.push(open);
-        let all = judge(&r);
+        let all = judge(&r, "rust");
         let cpu = all.iter().find(|j| j.metric == Metric::CpuUsPerResp).expect("cpu");
         assert_eq!(cpu.verdict, Verdict::NotComparable);
         assert_eq!(cpu.runs[0].void, ["bun open round 1: 2 timeouts"]);
+    }
+
+    #[test]
+    fn any_runtime_can_be_the_reference() {
+        let r = [
+            run("a", "h", "2026-12-04T10:00:00Z", "bun", &CLEAR),
+            run("d", "h", "2026-12-04T11:00:00Z", "bun", &CLEAR),
+        ]
+        .concat();
+        // rust's 10 µs against bun's 14: with bun as the reference, rust is the row and bun the worse one.
+        let all = judge(&r, "bun");
+        assert!(all.iter().all(|j| j.runtime == "rust" && j.reference == "bun"));
+        let cpu = all.iter().find(|j| j.metric == Metric::CpuUsPerResp).expect("cpu");
+        assert_eq!((cpu.verdict, cpu.verdict_text().as_str()), (Verdict::Worse, "bun worse"));
+        let json = serde_json::to_value(cpu).expect("json");
+        assert_eq!((json["verdict"].as_str(), json["reference"].as_str()), (Some("bun worse"), Some("bun")));
+        assert!(json["runs"][0]["reference"]["median"].is_number(), "{json}");
+    }
+
+    #[test]
+    fn latency_and_start_times_are_judged_lower_is_better() {
+        let mut recs = Vec::new();
+        for round in 1..=3u32 {
+            for (rt, p99, start) in [("node", 10_000, 80.0), ("bun", 4_000, 20.0)] {
+                let mut open = test_record("metadata", rt, Kind::Open, round);
+                let p99 = p99 + u64::from(round);
+                open.latency_us = Some(LatencyUs { p50: 1000, p95: None, p99, p999: 2 * p99, max: 3 * p99 });
+                recs.push(open);
+                let mut s = test_record("metadata", rt, Kind::Startup, round);
+                s.startup_ms = Some(start + f64::from(round));
+                recs.push(s);
+            }
+        }
+        let j = judge_pair(&recs, "metadata", "bun", "node", Metric::P99Ms, Kind::Open).expect("judged");
+        assert_eq!((j.verdict, j.direction()), (Verdict::NotReproduced, Some(false)), "bun lower: node worse");
+        assert!(j.runs[0].ratio.is_some_and(|x| (x - 0.4).abs() < 0.01), "{:?}", j.runs[0]);
+        assert_eq!(j.runs[0].ratios.map(|s| s.rounds), Some(3));
+        let s = judge_pair(&recs, "metadata", "bun", "node", Metric::StartupMs, Kind::Startup).expect("starts");
+        assert_eq!(s.direction(), Some(false));
+        let closed = judge_pair(&recs, "metadata", "bun", "node", Metric::P99Ms, Kind::Closed);
+        assert!(closed.is_none(), "no closed-loop latency recorded: no run measured it");
+        assert!(judge_pair(&recs, "metadata", "bun", "koa", Metric::P99Ms, Kind::Open).is_none());
+        assert_eq!(Metric::parse("p999_ms"), Some(Metric::P999Ms));
+        assert!(Metric::ALL.iter().all(|m| Metric::parse(m.name()) == Some(*m)));
     }
 
     #[test]
@@ -380,7 +558,7 @@ mod tests {
                 r.push(c);
             }
         }
-        let all = judge(&r);
+        let all = judge(&r, "rust");
         let cap = all.iter().find(|j| j.metric == Metric::CapacityRps).expect("capacity");
         assert_eq!(cap.runs[0].other.map(|s| s.rounds), Some(2), "a loader-bound search is a lower bound");
         assert_eq!(cap.verdict, Verdict::NoMeasurableDifference, "two judged searches cannot show separation");

@@ -20,7 +20,7 @@ const BROWSER_LIMIT: Duration = Duration::from_secs(60);
 /// Text the Markdown shows that the page must show too: runtime names, figures, metadata, a void cell's and a
 /// void run's reasons, the "same work" line and the open-loop table.
 const SHOWN: &[&str] = &[
-    "compare: hello-bare",
+    "compare: rust, bun, node and floor on 1 workload, 1 run",
     "machine: Test CPU, 2 CPUs, Linux 6.0 (host fixture)",
     "compare --workloads hello-bare --runs 2 --startup-runs 2",
     "Same work: every runtime answers from its route table",
@@ -52,14 +52,20 @@ fn page_is_self_contained_and_shows_the_markdown() {
     let (_dir, path, md) = report();
     let page = std::fs::read_to_string(&path).expect("html");
     assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<meta charset=\"utf-8\">"), "{page}");
-    assert!(page.contains("<title>compare: hello-bare (20261129T120000Z-fixture)</title>"), "{page}");
+    assert!(
+        page.contains(
+            "<title>compare: rust, bun, node and floor on 1 workload, 1 run (20261129T120000Z-fixture)</title>"
+        ),
+        "{page}"
+    );
     for external in ["src=", "href=\"http", "<img", "<link", "<script", "url(", "@import", "<?xml"] {
         assert!(!page.contains(external), "the page holds {external:?}: {page}");
     }
     // Each chart the Markdown links is inline; each Markdown table row is a table row.
-    assert_eq!(md.matches("![").count(), 2, "the overview's chart and the workload's: {md}");
-    assert_eq!(page.matches("<svg xmlns=\"http://www.w3.org/2000/svg\"").count(), 2, "{page}");
+    assert_eq!(md.matches("![").count(), 3, "the two overviews' charts and the workload's: {md}");
+    assert_eq!(page.matches("<svg xmlns=\"http://www.w3.org/2000/svg\"").count(), 3, "{page}");
     assert!(page.contains("<title>Every workload against rust</title>"), "{page}");
+    assert!(page.contains("<title>Bun against Node</title>"), "{page}");
     assert!(page.contains("<title>hello-bare: throughput and CPU per response</title>"), "{page}");
     let rows = md.lines().filter(|l| l.starts_with('|') && !l.starts_with("|---")).count();
     assert_eq!(page.matches("<tr>").count(), rows, "{page}");

@@ -50,7 +50,7 @@ fn fixture_and_fresh_records_match_the_schema() {
 fn summary_from_the_fixture() {
     let records = records::read_jsonl(&[fixture()]).expect("fixture records");
     assert_eq!(records.len(), 19);
-    let md = report::render(&records, Some(Path::new("/out/20261129T120000Z-fixture.md")));
+    let md = report::render(&records, Some(Path::new("/out/20261129T120000Z-fixture.md")), &report::Options::default());
     let row = |runtime: &str| -> String {
         md.lines().find(|l| l.starts_with(&format!("| {runtime} |"))).unwrap_or_default().to_string()
     };
@@ -98,7 +98,7 @@ fn report_subcommand_rerenders_markdown_and_svg() {
     let written = std::fs::read_to_string(&md).expect("markdown written");
     assert_eq!(String::from_utf8_lossy(&out.stdout), written, "stdout is the file");
     let records = records::read_jsonl(&[fixture()]).expect("fixture records");
-    assert_eq!(written, report::render(&records, Some(&md)));
+    assert_eq!(written, report::render(&records, Some(&md), &report::Options::default()));
     let svg = std::fs::read_to_string(dir.path().join("again-hello-bare.svg")).expect("svg written");
     assert!(svg.contains("<svg") && svg.contains("rust"), "{svg}");
 }

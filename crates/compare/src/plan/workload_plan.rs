@@ -77,7 +77,7 @@ impl Plan {
             | Workload::LadderSqlite
             | Workload::LadderPostgres
             | Workload::LadderTls => Plan::ladder(workload, metadata()?, inputs.dir)?,
-            Workload::JsonTls => Plan::json_tls(workload),
+            Workload::JsonTls | Workload::LadderJson => Plan::json(workload),
             Workload::Upstream | Workload::UpstreamSlow => Plan::upstream(workload),
         };
         let connecting = workload.connecting();
@@ -197,9 +197,10 @@ impl Plan {
         Ok(Plan { load, workload, ready_path: HEALTHZ.into(), probes, primary: 0, prime: None, tls: None })
     }
 
-    /// GET /ladder/json: a 1 KiB JSON document every runtime serializes per request, the same bytes as
-    /// rust's (the probes compare them; loadgen holds every answer under load to them).
-    pub fn json_tls(workload: Workload) -> Plan {
+    /// GET /ladder/json (json-tls over TLS, ladder-json in cleartext): a 1 KiB JSON document every runtime
+    /// serializes per request, the same bytes as rust's (the probes compare them; loadgen holds every answer
+    /// under load to them).
+    pub fn json(workload: Workload) -> Plan {
         let path = "/ladder/json";
         let probes = vec![
             Probe::get("json", path),

@@ -54,6 +54,8 @@ pub enum Workload {
     LadderTls,
     /// A 1 KiB JSON document serialized per request, over TLS 1.3 keep-alive (HttpArena's json-tls).
     JsonTls,
+    /// The same route in cleartext: the harness post's ladder step A, an empty handler returning 1 KB of JSON.
+    LadderJson,
     /// hello-bare with one full TLS 1.3 handshake per request: what a new connection costs.
     HelloHandshake,
     /// The same with the session resumed from a ticket.
@@ -85,7 +87,7 @@ impl Connecting {
 
 impl Workload {
     /// Every workload, in the order `all` gives and the report lists them.
-    pub const ALL: [Workload; 20] = [
+    pub const ALL: [Workload; 21] = [
         Workload::HelloBare,
         Workload::HelloDefault,
         Workload::HelloProduction,
@@ -100,6 +102,7 @@ impl Workload {
         Workload::LadderPostgres,
         Workload::LadderTls,
         Workload::JsonTls,
+        Workload::LadderJson,
         Workload::HelloHandshake,
         Workload::HelloResume,
         Workload::HelloChurn,
@@ -135,6 +138,7 @@ impl Workload {
             Workload::LadderPostgres => "ladder-postgres",
             Workload::LadderTls => "ladder-tls",
             Workload::JsonTls => "json-tls",
+            Workload::LadderJson => "ladder-json",
             Workload::HelloHandshake => "hello-handshake",
             Workload::HelloResume => "hello-resume",
             Workload::HelloChurn => "hello-churn",
@@ -166,7 +170,8 @@ impl Workload {
             | Workload::LadderSqlite
             | Workload::LadderPostgres
             | Workload::LadderTls
-            | Workload::JsonTls => Service::Ladder,
+            | Workload::JsonTls
+            | Workload::LadderJson => Service::Ladder,
         }
     }
 
@@ -245,7 +250,7 @@ impl Workload {
     pub fn ladder_route(self) -> Option<&'static str> {
         match self {
             Workload::LadderTls => Some("sqlite"),
-            Workload::JsonTls => Some("json"),
+            Workload::JsonTls | Workload::LadderJson => Some("json"),
             Workload::Upstream | Workload::UpstreamSlow => Some("upstream"),
             _ => self.rung(),
         }
@@ -357,6 +362,11 @@ impl Workload {
             Workload::JsonTls => {
                 "every runtime builds and serializes the same 1 KiB JSON document per request (rust: serde_json; \
                  bun and node: JSON.stringify) and sends it over TLS 1.3 as in ladder-tls, keep-alive."
+            }
+            Workload::LadderJson => {
+                "every runtime builds and serializes the same 1 KiB JSON document per request (rust: serde_json; \
+                 bun and node: JSON.stringify), in cleartext on keep-alive connections: json-tls's route without \
+                 TLS, the harness post's ladder step A."
             }
             Workload::HelloHandshake | Workload::HelloResume => {
                 "hello-bare's route, one request per connection over TLS 1.3 with the run's ECDSA P-256 \

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use crate::format::{fmt_median, fmt_spread, num};
 use crate::records::{Kind, Record, ordered};
+use crate::reference;
 use crate::report::charts::{self, Bar};
-use crate::stats::{Spread, per_round_ratio, spread};
+use crate::stats::{Spread, spread};
 use crate::table::Table;
 
 /// One runtime's searches at one objective in one workload.
@@ -124,7 +125,7 @@ pub fn charts(records: &[Record], md: &Path) -> Vec<(PathBuf, String)> {
 }
 
 /// The capacity table(s) of `workload`, one per objective, each with its chart linked when `md` is given.
-pub fn table(out: &mut String, records: &[Record], workload: &str, md: Option<&Path>) {
+pub fn table(out: &mut String, records: &[Record], workload: &str, md: Option<&Path>, reference: &str) {
     for objective in objectives(records, workload) {
         let cells = summarize(records, workload, objective);
         let step = searches(records, workload)
@@ -147,8 +148,9 @@ pub fn table(out: &mut String, records: &[Record], workload: &str, md: Option<&P
             let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let _ = writeln!(out, "![{workload} capacity]({name})\n");
         }
-        let has_rust = cells.iter().any(|c| c.runtime == "rust" && c.rps.is_some());
-        let mut table = Table::new(["runtime", "capacity req/s", "p99 ms at it", "÷ rust", "valid searches", "steps"]);
+        let ratio_head = format!("÷ {reference}");
+        let mut table =
+            Table::new(["runtime", "capacity req/s", "p99 ms at it", ratio_head.as_str(), "valid searches", "steps"]);
         for c in &cells {
             let rps = match (c.rps, c.none_met) {
                 (Some(s), _) => {
@@ -158,11 +160,7 @@ pub fn table(out: &mut String, records: &[Record], workload: &str, md: Option<&P
                 (None, n) if n > 0 => "none met it".to_string(),
                 (None, _) => "—".to_string(),
             };
-            let ratio = if c.runtime == "rust" || !has_rust || c.rps.is_none() {
-                "—".to_string()
-            } else {
-                fmt_median(per_round_ratio(records, workload, Kind::Capacity, &c.runtime, "rust", capacity_rps), 2, 1.0)
-            };
+            let ratio = reference::ratio_cell(records, workload, Kind::Capacity, &c.runtime, reference, capacity_rps);
             let p99 = fmt_median(c.p99_us, 3, 1e-3);
             let files: Vec<String> = c.steps_files.iter().map(|f| format!("[{}]({f})", file_name(f))).collect();
             let files = if files.is_empty() { "—".to_string() } else { files.join(" ") };
@@ -242,7 +240,7 @@ mod tests {
         assert_eq!(objectives(&records, "hello-bare"), [10_000]);
         assert_eq!((objective_label(10_000), objective_label(2_500)), ("p99 ≤ 10 ms".into(), "p99 ≤ 2.5 ms".into()));
         let mut md = String::new();
-        table(&mut md, &records, "hello-bare", Some(Path::new("/x/run.md")));
+        table(&mut md, &records, "hello-bare", Some(Path::new("/x/run.md")), "rust");
         assert!(md.contains("Capacity at p99 ≤ 10 ms"), "{md}");
         assert!(md.contains("5 s steps after 1 s warmups"), "{md}");
         assert!(md.contains("![hello-bare capacity](run-hello-bare-capacity-p99-10000us.svg)"), "{md}");

@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 
 use crate::format::fmt_median;
 use crate::records::{Kind, Record, ordered};
-use crate::stats::{per_round_ratio, spread};
+use crate::reference;
+use crate::stats::spread;
 use crate::table::Table;
 
 fn kernel_us(r: &Record) -> Option<f64> {
@@ -26,7 +27,7 @@ fn total_us(r: &Record) -> Option<f64> {
 
 /// The table of one workload's closed-loop runs, when any carries the split (records from before it was
 /// kept have none).
-pub fn table(out: &mut String, records: &[Record], workload: &str) {
+pub fn table(out: &mut String, records: &[Record], workload: &str, reference: &str) {
     let ok: Vec<&Record> =
         records.iter().filter(|r| r.workload == workload && r.kind == Kind::Closed && !r.void).collect();
     if !ok.iter().any(|r| r.server_kernel_pct.is_some()) {
@@ -46,12 +47,12 @@ pub fn table(out: &mut String, records: &[Record], workload: &str) {
              total.\n\n",
         );
     }
-    let has_rust = ok.iter().any(|r| r.runtime == "rust");
     let mut head = vec!["runtime", "server user", "server kernel", "kernel share"];
     if with_dbs {
         head.extend(["PostgreSQL", "Redis"]);
     }
-    head.extend(["total", "total ÷ rust"]);
+    let total_ratio = format!("total ÷ {reference}");
+    head.extend(["total", &total_ratio]);
     if with_upstream {
         head.push("upstream");
     }
@@ -61,11 +62,7 @@ pub fn table(out: &mut String, records: &[Record], workload: &str) {
         let median = |f: fn(&Record) -> Option<f64>, digits: usize| {
             fmt_median(spread(of.iter().filter_map(|r| f(r))), digits, 1.0)
         };
-        let ratio = if rt == "rust" || !has_rust {
-            "—".to_string()
-        } else {
-            fmt_median(per_round_ratio(records, workload, Kind::Closed, &rt, "rust", total_us), 2, 1.0)
-        };
+        let ratio = reference::ratio_cell(records, workload, Kind::Closed, &rt, reference, total_us);
         let mut row = vec![
             rt.clone(),
             median(user_us, 2),
@@ -107,7 +104,7 @@ mod tests {
     fn splits_and_totals() {
         let records = vec![rec("rust", 1, 20.0, 50.0, Some(10.0)), rec("bun", 1, 40.0, 25.0, Some(19.0))];
         let mut out = String::new();
-        table(&mut out, &records, "notes-read");
+        table(&mut out, &records, "notes-read", "rust");
         assert!(
             out.contains("| runtime | server user | server kernel | kernel share | PostgreSQL | Redis | total |"),
             "{out}"
@@ -116,17 +113,17 @@ mod tests {
         assert!(out.contains("| bun | 30.00 | 10.00 | 25% | 19.00 | 1.00 | 60.00 | 1.94 |"), "{out}");
         let plain = vec![rec("rust", 1, 8.0, 50.0, None)];
         let mut out = String::new();
-        table(&mut out, &plain, "notes-read");
+        table(&mut out, &plain, "notes-read", "rust");
         assert!(out.contains("| rust | 4.00 | 4.00 | 50% | 8.00 | — |"), "{out}");
         let mut old = rec("rust", 1, 8.0, 50.0, None);
         old.server_kernel_pct = None;
         let mut none = String::new();
-        table(&mut none, &[old], "notes-read");
+        table(&mut none, &[old], "notes-read", "rust");
         assert!(none.is_empty(), "records without the split get no table");
         let mut calling = rec("rust", 1, 8.0, 50.0, None);
         calling.upstream_cpu_us_per_resp = Some(3.0);
         let mut out = String::new();
-        table(&mut out, &[calling], "notes-read");
+        table(&mut out, &[calling], "notes-read", "rust");
         assert!(out.contains("| rust | 4.00 | 4.00 | 50% | 8.00 | — | 3.00 |"), "{out}");
     }
 }

@@ -9,8 +9,9 @@ use std::fmt::Write as _;
 use crate::format::{fmt_median, fmt_spread, num};
 use crate::plan::workloads::Workload;
 use crate::records::{DbPool, Kind, Record, ordered};
+use crate::reference;
 use crate::report::sweep::rtt_key;
-use crate::stats::{per_round_ratio, spread};
+use crate::stats::spread;
 use crate::table::Table;
 
 /// A run at or above this share of its pool's ceiling is marked pool-bound.
@@ -30,7 +31,7 @@ fn pool_text(pool: Option<DbPool>) -> String {
 }
 
 /// `w`'s section, when its runs went through the delay proxies.
-pub fn section(out: &mut String, records: &[Record], w: &str) {
+pub fn section(out: &mut String, records: &[Record], w: &str, reference: &str) {
     let mine: Vec<&Record> =
         records.iter().filter(|r| r.workload == w && r.kind == Kind::Closed && r.db_rtt_ms.is_some()).collect();
     if mine.is_empty() {
@@ -52,6 +53,7 @@ pub fn section(out: &mut String, records: &[Record], w: &str) {
     keys.sort_unstable();
     keys.dedup();
     let runtimes = ordered(mine.iter().map(|r| r.runtime.as_str()));
+    let ratio_head = format!("req/s ÷ {reference}");
     let mut table = Table::new([
         "round trip ms",
         "connections",
@@ -61,14 +63,13 @@ pub fn section(out: &mut String, records: &[Record], w: &str) {
         "p99 ms",
         "database connections",
         "ceiling req/s",
-        "req/s ÷ rust",
+        ratio_head.as_str(),
         "proxies CPU-µs/resp",
         "valid runs",
     ]);
     for (rtt, connections) in keys {
         let at: Vec<Record> =
             mine.iter().filter(|r| rtt_key(r) == rtt && r.connections == connections).map(|r| (*r).clone()).collect();
-        let has_rust = at.iter().any(|r| r.runtime == "rust" && !r.void);
         for rt in &runtimes {
             let of: Vec<&Record> = at.iter().filter(|r| &r.runtime == rt).collect();
             if of.is_empty() {
@@ -85,11 +86,7 @@ pub fn section(out: &mut String, records: &[Record], w: &str) {
             {
                 rps_text.push_str(" pool-bound");
             }
-            let ratio = if rt == "rust" || !has_rust || ok.is_empty() {
-                "—".to_string()
-            } else {
-                fmt_median(per_round_ratio(&at, w, Kind::Closed, rt, "rust", |r| r.req_per_s), 2, 1.0)
-            };
+            let ratio = reference::ratio_cell(&at, w, Kind::Closed, rt, reference, |r| r.req_per_s);
             table.row([
                 &num(rtt_ms, 1),
                 &connections.map_or("—".to_string(), |c| c.to_string()),
@@ -139,14 +136,14 @@ mod tests {
             run("rust", 1.0, 30_000.0, pipelined),
         ];
         let mut out = String::new();
-        section(&mut out, &records, "ladder-postgres");
+        section(&mut out, &records, "ladder-postgres", "rust");
         assert!(out.contains("### ladder-postgres: the database round trip"), "{out}");
         assert!(out.contains("| 10.0 | 256 | bun | 990 pool-bound |"), "{out}");
         assert!(out.contains("| 10, one query each | 1,000 | 0.05 |"), "{out}");
         assert!(out.contains("| 1.0 | 256 | rust | 30,000 |"), "{out}");
         assert!(out.contains("| 1, pipelined | — | — |"), "{out}");
         let mut none = String::new();
-        section(&mut none, &records[..0], "ladder-postgres");
+        section(&mut none, &records[..0], "ladder-postgres", "rust");
         assert!(none.is_empty());
     }
 }

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use crate::format::{fmt_median, fmt_spread};
 use crate::records::{Kind, Record};
-use crate::stats::{per_round_ratio, spread};
+use crate::reference;
+use crate::stats::spread;
 use crate::table::Table;
 
 fn ops(r: &Record) -> Option<f64> {
@@ -13,7 +14,7 @@ fn ops(r: &Record) -> Option<f64> {
 }
 
 /// The DB-only table of one workload, when it has lookups records.
-pub fn table(out: &mut String, records: &[Record], workload: &str) {
+pub fn table(out: &mut String, records: &[Record], workload: &str, reference: &str) {
     let mine: Vec<&Record> = records.iter().filter(|r| r.workload == workload && r.kind == Kind::Lookups).collect();
     if mine.is_empty() {
         return;
@@ -24,18 +25,15 @@ pub fn table(out: &mut String, records: &[Record], workload: &str) {
         "\nDB-only: the lookup and the JSON build in a loop, no HTTP ({iterations} lookups a run after a tenth as \
          many untimed; each runtime's own SQLite binding on the same file, pinned to the server cores):\n"
     );
-    let mut table = Table::new(["runtime", "lookups/s", "µs/lookup", "lookups/s ÷ rust", "valid runs"]);
+    let ratio_head = format!("lookups/s ÷ {reference}");
+    let mut table = Table::new(["runtime", "lookups/s", "µs/lookup", ratio_head.as_str(), "valid runs"]);
     let runtimes = crate::records::ordered(mine.iter().map(|r| r.runtime.as_str()));
     for rt in runtimes {
         let of: Vec<&&Record> = mine.iter().filter(|r| r.runtime == rt).collect();
         let ok: Vec<f64> = of.iter().filter(|r| !r.void).filter_map(|r| ops(r)).collect();
         let per_s = spread(ok.iter().copied());
         let us = spread(ok.iter().map(|o| 1e6 / o));
-        let ratio = if rt == "rust" {
-            "—".to_string()
-        } else {
-            fmt_median(per_round_ratio(records, workload, Kind::Lookups, &rt, "rust", ops), 2, 1.0)
-        };
+        let ratio = reference::ratio_cell(records, workload, Kind::Lookups, &rt, reference, ops);
         let valid = format!("{}/{}", ok.len(), of.len());
         table.row([rt.as_str(), &fmt_spread(per_s, 0, 1.0), &fmt_median(us, 2, 1.0), &ratio, &valid]);
     }
@@ -51,11 +49,11 @@ mod tests {
     fn table_per_runtime() {
         let records = vec![rec("rust", 1, 200_000.0, 10), rec("bun", 1, 100_000.0, 10), rec("rust", 2, 180_000.0, 10)];
         let mut out = String::new();
-        table(&mut out, &records, "metadata");
+        table(&mut out, &records, "metadata", "rust");
         assert!(out.contains("| rust | 190,000 (180,000–200,000) | 5.28 | — | 2/2 |"), "{out}");
         assert!(out.contains("| bun | 100,000 | 10.00 | 0.50 | 1/1 |"), "{out}");
         let mut none = String::new();
-        table(&mut none, &records, "hello-bare");
+        table(&mut none, &records, "hello-bare", "rust");
         assert!(none.is_empty());
     }
 }

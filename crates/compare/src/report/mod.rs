@@ -6,9 +6,11 @@
 pub mod cache;
 pub mod capacity;
 pub mod charts;
+pub mod claims;
 pub mod connections;
 pub mod costs;
 pub mod db_rtt;
+pub mod findings;
 pub mod html;
 pub mod lookups;
 pub mod overview;
@@ -24,11 +26,14 @@ use clap::Args;
 use std::process::ExitCode;
 
 use crate::format::{fmt_median, fmt_spread, num, shell_join};
+use crate::ledger::Claim;
 use crate::plan::runtimes::Runtime;
 use crate::plan::stacks;
 use crate::plan::workloads::Workload;
 use crate::records::{Kind, Record, ordered};
-use crate::stats::{Spread, per_round_ratio, spread};
+use crate::reference;
+use crate::report::overview::Scope;
+use crate::stats::{Spread, spread};
 use crate::table::{Table, cell_text};
 
 /// One runtime in one workload, summarized.
@@ -162,7 +167,49 @@ pub fn judged(records: &[Record]) -> Vec<Record> {
     crate::report::cache::void_mismatched(records)
 }
 
-pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
+/// The summary's first line: what was compared, on how many workloads, from how many runs.
+fn title(records: &[Record]) -> String {
+    if records.is_empty() {
+        return "compare: no records".into();
+    }
+    let runtimes = ordered(records.iter().map(|r| r.runtime.as_str()));
+    let named = match runtimes.len() {
+        n if n > 5 => format!("{} and {} more", runtimes[..4].join(", "), n - 4),
+        1 => runtimes[0].clone(),
+        n => format!("{} and {}", runtimes[..n - 1].join(", "), runtimes[n - 1]),
+    };
+    let plural = |n: usize, one: &str| if n == 1 { format!("1 {one}") } else { format!("{n} {one}s") };
+    let runs = ordered(records.iter().map(|r| r.run_id.as_str())).len();
+    format!("compare: {named} on {}, {}", plural(workloads(records).len(), "workload"), plural(runs, "run"))
+}
+
+/// How a summary is drawn: against which runtime, and with which published claims.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Every ratio, overview, chart and verdict is taken against this runtime.
+    pub reference: String,
+    /// The ledger's claims, judged in a "Published claims" section; none, no section.
+    pub claims: Vec<Claim>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { reference: reference::DEFAULT.into(), claims: Vec::new() }
+    }
+}
+
+impl Options {
+    /// Against rust, with the ledger at `path` when it exists (a ledger that exists but is refused is an
+    /// error: a summary never silently drops its claims).
+    pub fn with_ledger_at(path: &Path) -> anyhow::Result<Options> {
+        let claims = if path.is_file() { crate::ledger::read(path)? } else { Vec::new() };
+        Ok(Options { claims, ..Options::default() })
+    }
+}
+
+/// The whole Markdown document, every ratio and verdict against `opts.reference`.
+pub fn render(records: &[Record], md_path: Option<&Path>, opts: &Options) -> String {
+    let reference = opts.reference.as_str();
     let judged = judged(records);
     let all = judged.as_slice();
     // A sweep's other counts appear in its own section only; every other table reads one count per workload.
@@ -170,10 +217,11 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
     let records = headline.as_slice();
     let mut out = String::new();
     let workloads = workloads(records);
-    let _ =
-        writeln!(out, "# compare: {}\n", if workloads.is_empty() { "no records".into() } else { workloads.join(", ") });
+    let _ = writeln!(out, "# {}\n", title(records));
     run_lines(&mut out, records);
-    crate::report::overview::section(&mut out, records, md_path);
+    for scope in Scope::all(reference) {
+        crate::report::overview::section(&mut out, records, md_path, scope);
+    }
     // A soak's workload has checks and soak samples only; its own section (crate::report::soak) shows it.
     let soaked_only = |w: &str| {
         let of = records.iter().filter(|r| r.workload == w);
@@ -190,11 +238,12 @@ pub fn render(records: &[Record], md_path: Option<&Path>) -> String {
     }
     let mut flags = Flags::default();
     for w in compared {
-        workload_section(&mut out, records, w, md_path, &mut flags);
-        crate::report::sweep::section(&mut out, all, w, md_path);
-        crate::report::db_rtt::section(&mut out, all, w);
+        workload_section(&mut out, records, w, md_path, reference, &mut flags);
+        crate::report::sweep::section(&mut out, all, w, md_path, reference);
+        crate::report::db_rtt::section(&mut out, all, w, reference);
     }
-    ladder_section(&mut out, records, md_path);
+    ladder_section(&mut out, records, md_path, reference);
+    crate::report::claims::section(&mut out, &opts.claims, all);
     crate::report::soak::section(&mut out, records, md_path);
     if flags.loader_bound {
         out.push_str(
@@ -260,7 +309,14 @@ fn stack_notes(out: &mut String, records: &[Record], w: &str) {
 
 /// One workload's section: heading, "same work" line, chart, the closed-loop table, then the costs, open-loop,
 /// capacity and DB-only tables where recorded, and its void runs.
-fn workload_section(out: &mut String, records: &[Record], w: &str, md_path: Option<&Path>, flags: &mut Flags) {
+fn workload_section(
+    out: &mut String,
+    records: &[Record],
+    w: &str,
+    md_path: Option<&Path>,
+    reference: &str,
+    flags: &mut Flags,
+) {
     let summary = summarize(records, w);
     let conns = records.iter().find(|r| r.workload == w && r.connections.is_some()).and_then(|r| r.connections);
     let dur = records.iter().find(|r| r.workload == w && r.kind == Kind::Closed).and_then(|r| r.duration_s);
@@ -279,13 +335,13 @@ fn workload_section(out: &mut String, records: &[Record], w: &str, md_path: Opti
         let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let _ = writeln!(out, "![{w}]({name})\n");
     }
-    out.push_str(&closed_table(records, w, &summary, flags));
-    crate::report::costs::table(out, records, w);
+    out.push_str(&closed_table(records, w, &summary, reference, flags));
+    crate::report::costs::table(out, records, w, reference);
     crate::report::cache::table(out, records, w);
     crate::report::connections::table(out, records, w);
     open_table(out, &summary);
-    crate::report::capacity::table(out, records, w, md_path);
-    crate::report::lookups::table(out, records, w);
+    crate::report::capacity::table(out, records, w, md_path, reference);
+    crate::report::lookups::table(out, records, w, reference);
     let voids: Vec<&Record> = records.iter().filter(|r| r.workload == w && r.void && r.kind != Kind::Check).collect();
     if !voids.is_empty() {
         let _ = writeln!(out, "\nVoid runs:\n");
@@ -296,9 +352,10 @@ fn workload_section(out: &mut String, records: &[Record], w: &str, md_path: Opti
     }
 }
 
-/// The closed-loop table: per runtime its medians and spreads, and per-round ratios to rust and the floor.
-fn closed_table(records: &[Record], w: &str, summary: &[CellSummary], flags: &mut Flags) -> String {
-    let has = |rt: &str| summary.iter().any(|c| c.runtime == rt && c.req_per_s.is_some());
+/// The closed-loop table: per runtime its medians and spreads, and per-round ratios to the reference and the
+/// floor.
+fn closed_table(records: &[Record], w: &str, summary: &[CellSummary], reference: &str, flags: &mut Flags) -> String {
+    let (rps_ref, cpu_ref) = (format!("req/s ÷ {reference}"), format!("CPU ÷ {reference}"));
     let mut table = Table::new([
         "runtime",
         "version",
@@ -310,8 +367,8 @@ fn closed_table(records: &[Record], w: &str, summary: &[CellSummary], flags: &mu
         "RSS after MiB",
         "peak RSS MiB",
         "startup ms",
-        "req/s ÷ rust",
-        "CPU ÷ rust",
+        rps_ref.as_str(),
+        cpu_ref.as_str(),
         "req/s ÷ floor",
         "CPU ÷ floor",
         "valid runs",
@@ -327,10 +384,7 @@ fn closed_table(records: &[Record], w: &str, summary: &[CellSummary], flags: &mu
         flags.loader_bound |= c.loader_bound;
         flags.contended |= c.contended;
         let ratio = |den: &str, metric: fn(&Record) -> Option<f64>| {
-            if c.runtime == den || !has(den) || c.req_per_s.is_none() {
-                return "—".to_string();
-            }
-            fmt_median(per_round_ratio(records, w, Kind::Closed, &c.runtime, den, metric), 2, 1.0)
+            reference::ratio_cell(records, w, Kind::Closed, &c.runtime, den, metric)
         };
         let mut rps_text = fmt_spread(c.req_per_s, 0, 1.0);
         if c.loader_bound {
@@ -350,8 +404,8 @@ fn closed_table(records: &[Record], w: &str, summary: &[CellSummary], flags: &mu
             &fmt_median(c.rss_after_kib, 1, 1.0 / 1024.0),
             &fmt_median(c.rss_peak_kib, 1, 1.0 / 1024.0),
             &fmt_spread(c.startup_ms, 1, 1.0),
-            &ratio("rust", rps),
-            &ratio("rust", cpu),
+            &ratio(reference, rps),
+            &ratio(reference, cpu),
             &ratio("floor", rps),
             &ratio("floor", cpu),
             &format!("{}/{}", c.closed_valid, c.closed_total),
@@ -402,20 +456,20 @@ fn ladder_runtimes(records: &[Record], rungs: &[Workload]) -> Vec<String> {
 
 /// One table for the whole ladder: each rung adds per-request work, so reading down a column shows how a
 /// runtime's advantage (or loss) against rust changes as the handler does more.
-fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>) {
+fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>, reference: &str) {
     let rungs = ladder_rungs(records);
     if rungs.len() < 2 {
         return;
     }
     let runtimes = ladder_runtimes(records, &rungs);
-    let others: Vec<&String> = runtimes.iter().filter(|r| *r != "rust").collect();
+    let others: Vec<&String> = runtimes.iter().filter(|r| *r != reference).collect();
     let _ = writeln!(
         out,
         "\n## ladder\n\nEach rung adds work to the one before: an empty handler, then JSON parsing and schema \
          validation of the body, then a SQLite read, then the same behind TLS 1.3 (sqlite+tls, the published \
          ladder's step D); the last rung reads PostgreSQL where the SQLite rung reads SQLite. Medians of closed-loop runs; \
-         rust ÷ X is rust's req/s over X's (above 1: rust is faster), X ÷ rust is X's CPU-µs per response \
-         over rust's (above 1: rust is cheaper), both medians of per-round ratios.\n"
+         {reference} ÷ X is {reference}'s req/s over X's (above 1: {reference} is faster), X ÷ {reference} is X's \
+         CPU-µs per response over {reference}'s (above 1: {reference} is cheaper), both medians of per-round ratios.\n"
     );
     if let Some(md) = md_path {
         let svg = charts::svg_path(md, "ladder");
@@ -427,7 +481,7 @@ fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>) 
         head.extend([format!("{rt} req/s"), format!("{rt} CPU-µs/resp")]);
     }
     for rt in &others {
-        head.extend([format!("rust ÷ {rt} req/s"), format!("{rt} ÷ rust CPU")]);
+        head.extend([format!("{reference} ÷ {rt} req/s"), format!("{rt} ÷ {reference} CPU")]);
     }
     let mut table = Table::new(&head);
     for rung in &rungs {
@@ -445,8 +499,8 @@ fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>) 
             }
         }
         for rt in &others {
-            row.push(fmt_median(per_round_ratio(records, rung.name(), Kind::Closed, "rust", rt, rps), 2, 1.0));
-            row.push(fmt_median(per_round_ratio(records, rung.name(), Kind::Closed, rt, "rust", cpu), 2, 1.0));
+            row.push(reference::ratio_cell(records, rung.name(), Kind::Closed, reference, rt, rps));
+            row.push(reference::ratio_cell(records, rung.name(), Kind::Closed, rt, reference, cpu));
         }
         table.row(&row);
     }
@@ -478,6 +532,14 @@ pub struct ReportArgs {
     /// first file with `.md`. Never one of the record files.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The runtime every ratio, overview, chart and verdict is taken against (`node`: every runtime against
+    /// Node).
+    #[arg(long, default_value = reference::DEFAULT)]
+    pub reference: String,
+    /// The ledger of published claims judged in the "Published claims" section [default: bench/claims.toml
+    /// when it exists].
+    #[arg(long)]
+    pub claims: Option<PathBuf>,
 }
 
 /// `compare report`: the records re-rendered, the summary on stdout; 1 when a file cannot be read or written.
@@ -485,7 +547,12 @@ pub fn command(args: &ReportArgs) -> ExitCode {
     let rerender = || -> anyhow::Result<PathBuf> {
         let md = markdown_path(args)?;
         let records = crate::records::read_jsonl(&args.files)?;
-        print(&write_outputs(&records, &md)?);
+        let claims = match &args.claims {
+            Some(path) => crate::ledger::read(path)?,
+            None => Options::with_ledger_at(Path::new(crate::ledger::DEFAULT_PATH))?.claims,
+        };
+        let opts = Options { reference: args.reference.clone(), claims };
+        print(&write_outputs(&records, &md, &opts)?);
         Ok(md)
     };
     match rerender() {
@@ -528,9 +595,9 @@ pub fn print(text: &str) {
 }
 
 /// Writes the Markdown to `md`, one SVG per workload with measured runs next to it, and the same Markdown with
-/// those SVGs inline as one self-contained HTML page (`html_path`); the Markdown.
-pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
-    let text = render(records, Some(md));
+/// those SVGs inline as one self-contained HTML page (`html_path`); the Markdown, drawn by `opts`.
+pub fn write_outputs(records: &[Record], md: &Path, opts: &Options) -> anyhow::Result<String> {
+    let text = render(records, Some(md), opts);
     let judged = judged(records);
     let all = judged.as_slice();
     let headline = crate::report::sweep::headline(all);
@@ -543,8 +610,10 @@ pub fn write_outputs(records: &[Record], md: &Path) -> anyhow::Result<String> {
         svgs.push((path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), svg));
         Ok(())
     };
-    if let Some(svg) = crate::report::overview::chart(records) {
-        chart(charts::svg_path(md, crate::report::overview::CHART), svg)?;
+    for scope in Scope::all(&opts.reference) {
+        if let Some(svg) = crate::report::overview::chart(records, scope) {
+            chart(charts::svg_path(md, &scope.chart_stem()), svg)?;
+        }
     }
     for w in workloads(records) {
         let bars = bars(&summarize(records, &w));
@@ -608,7 +677,7 @@ mod tests {
             closed("ladder-postgres", "bun", 10.0, 100.0),
             closed("hello-bare", "floor", 500.0, 2.0),
         ];
-        let md = render(&records, None);
+        let md = render(&records, None, &Options::default());
         let table = &md[md.find("## ladder\n").expect("ladder section")..];
         assert!(
             table.contains("| rung | rust req/s | rust CPU-µs/resp | bun req/s | bun CPU-µs/resp | rust ÷ bun req/s |")
@@ -619,6 +688,6 @@ mod tests {
         assert_eq!(steps, ["empty", "postgres"]);
         assert_eq!(points.len(), 4);
         // One rung is no ladder.
-        assert!(!render(&records[..2], None).contains("## ladder\n"));
+        assert!(!render(&records[..2], None, &Options::default()).contains("## ladder\n"));
     }
 }

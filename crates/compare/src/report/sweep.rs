@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use crate::format::{fmt_median, fmt_spread, num};
 use crate::plan::workloads::Workload;
 use crate::records::{Kind, Record, ordered};
+use crate::reference;
 use crate::report::charts::{self, LadderPoint};
-use crate::stats::{Spread, per_round_ratio, spread};
+use crate::stats::{Spread, spread};
 use crate::table::Table;
 
 fn swept(r: &Record) -> bool {
@@ -124,7 +125,7 @@ fn point(runs: &[Record], runtime: &str) -> Point {
 
 /// `w`'s sweep: the closed-loop table, the open-loop table at its one rate with each runtime's p99.9 growth,
 /// and the charts' links; nothing when `w` ran at one count.
-pub fn section(out: &mut String, records: &[Record], w: &str, md_path: Option<&Path>) {
+pub fn section(out: &mut String, records: &[Record], w: &str, md_path: Option<&Path>, reference: &str) {
     let records = &at_headline_rtt(records, w);
     let counts = counts(records, w);
     if counts.len() < 2 {
@@ -146,6 +147,7 @@ pub fn section(out: &mut String, records: &[Record], w: &str, md_path: Option<&P
             let _ = writeln!(out, "![{w} by connections]({name})\n");
         }
     }
+    let (rps_ratio, cpu_ratio) = (format!("req/s ÷ {reference}"), format!("CPU ÷ {reference}"));
     let mut table = Table::new([
         "connections",
         "runtime",
@@ -154,23 +156,19 @@ pub fn section(out: &mut String, records: &[Record], w: &str, md_path: Option<&P
         "p50 ms",
         "p99 ms",
         "p99.9 ms",
-        "req/s ÷ rust",
-        "CPU ÷ rust",
+        rps_ratio.as_str(),
+        cpu_ratio.as_str(),
         "valid runs",
     ]);
     for &c in &counts {
         let runs = at(records, w, Kind::Closed, c);
-        let has_rust = runs.iter().any(|r| r.runtime == "rust" && !r.void);
         for rt in &runtimes {
             let p = point(&runs, rt);
             if p.total == 0 {
                 continue;
             }
-            let ratio = |num: &str, den: &str, metric: fn(&Record) -> Option<f64>| {
-                if rt == "rust" || !has_rust || p.valid == 0 {
-                    return "—".to_string();
-                }
-                fmt_median(per_round_ratio(&runs, w, Kind::Closed, num, den, metric), 2, 1.0)
+            let ratio = |metric: fn(&Record) -> Option<f64>| {
+                reference::ratio_cell(&runs, w, Kind::Closed, rt, reference, metric)
             };
             let mut rps = fmt_spread(p.req_per_s, 0, 1.0);
             if p.loader_bound {
@@ -184,8 +182,8 @@ pub fn section(out: &mut String, records: &[Record], w: &str, md_path: Option<&P
                 &fmt_median(p.p50_us, 3, 1e-3),
                 &fmt_median(p.p99_us, 3, 1e-3),
                 &fmt_median(p.p999_us, 3, 1e-3),
-                &ratio(rt, "rust", |r| r.req_per_s),
-                &ratio(rt, "rust", |r| r.server_cpu_us_per_resp),
+                &ratio(|r| r.req_per_s),
+                &ratio(|r| r.server_cpu_us_per_resp),
                 &format!("{}/{}", p.valid, p.total),
             ]);
         }
@@ -344,7 +342,7 @@ mod tests {
     fn the_section_tables_every_count_and_the_tail_growth() {
         let records = sweep();
         let mut out = String::new();
-        section(&mut out, &records, "hello-bare", None);
+        section(&mut out, &records, "hello-bare", None, "rust");
         assert!(out.contains("### hello-bare: connections 16, 64, 256 (the tables above: 64)"), "{out}");
         assert!(out.contains("| 256 | bun | 50,000 (50,000–50,000) | 20.00 (20.00–20.00) |"), "{out}");
         assert!(out.contains("| 0.50 | 2.00 | 2/2 |"), "{out}");
@@ -356,7 +354,7 @@ mod tests {
             "{out}"
         );
         let mut none = String::new();
-        section(&mut none, &headline(&records), "hello-bare", None);
+        section(&mut none, &headline(&records), "hello-bare", None, "rust");
         assert!(none.is_empty(), "one count has no sweep section: {none}");
     }
 

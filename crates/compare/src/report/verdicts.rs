@@ -1,5 +1,6 @@
 //! `compare verdict RUN.jsonl [RUN.jsonl ...]`: the repeatability rule (crate::verdict) over one or more
-//! runs' records, as a table of every workload × runtime × metric with each run's effect, or as JSON.
+//! runs' records against a reference runtime (`--reference`, rust by default), as a table of every workload ×
+//! runtime × metric with each run's effect, or as JSON.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,16 +18,21 @@ pub struct VerdictArgs {
     /// Record files written by compare: one per run, or several runs in one file (each run judged alone).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Print a JSON array of {workload, runtime, metric, verdict, reproduced, runs: [per-run effects]}.
+    /// Print a JSON array of {workload, runtime, reference, metric, verdict, reproduced, runs: [per-run
+    /// effects]}.
     #[arg(long)]
     pub json: bool,
+    /// The runtime every other is judged against: verdicts read `node better`, `node worse` with `node`.
+    #[arg(long, default_value = crate::reference::DEFAULT)]
+    pub reference: String,
 }
 
-/// The records the rule reads: judged by the report's cross-record rules and cut to each workload's headline
-/// connection count and round trip, as every table of the report is.
-pub fn judgements(records: &[Record]) -> Vec<Judgement> {
+/// The rule against `reference` over the records as the report reads them: judged by the report's
+/// cross-record rules and cut to each workload's headline connection count and round trip, as every table of
+/// the report is.
+pub fn judgements(records: &[Record], reference: &str) -> Vec<Judgement> {
     let judged = crate::report::judged(records);
-    verdict::judge(&crate::report::sweep::headline(&judged))
+    verdict::judge(&crate::report::sweep::headline(&judged), reference)
 }
 
 /// One run's effect in a cell: the median ratio and which of (a), (c), (d) hold.
@@ -36,11 +42,11 @@ fn effect_text(r: &RunEffect) -> String {
     format!("{ratio} a{} c{} d{}", mark(r.separated), mark(r.large), mark(r.void.is_empty()))
 }
 
-/// The verdict table: one row per workload × runtime × metric, a column per run.
-pub fn table(judgements: &[Judgement]) -> String {
+/// The verdict table: one row per workload × runtime × metric, a column per run, ratios to `reference`.
+pub fn table(judgements: &[Judgement], reference: &str) -> String {
     let runs = crate::records::ordered(judgements.iter().flat_map(|j| j.runs.iter().map(|r| r.run_id.as_str())));
     let mut head = vec!["workload".to_string(), "runtime".into(), "metric".into(), "verdict".into()];
-    head.extend(runs.iter().map(|r| format!("run {r} (÷ rust)")));
+    head.extend(runs.iter().map(|r| format!("run {r} (÷ {reference})")));
     let mut t = Table::new(head);
     for j in judgements {
         let mut row = vec![j.workload.clone(), j.runtime.clone(), j.metric.name().to_string(), verdict_text(j)];
@@ -61,7 +67,7 @@ pub fn command(args: &VerdictArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let all = judgements(&records);
+    let all = judgements(&records, &args.reference);
     if args.json {
         match serde_json::to_string_pretty(&all) {
             Ok(text) => println!("{text}"),
@@ -71,13 +77,14 @@ pub fn command(args: &VerdictArgs) -> ExitCode {
             }
         }
     } else if all.is_empty() {
-        println!("No cell to judge: no runtime was measured beside rust in these records.");
+        println!("No cell to judge: no runtime was measured beside {} in these records.", args.reference);
     } else {
         println!(
-            "Ratios are each runtime's value ÷ rust's (median of per-round ratios); a: rounds separated, c: over \
-             10% apart, d: no void record.\n"
+            "Ratios are each runtime's value ÷ {}'s (median of per-round ratios); a: rounds separated, c: over \
+             10% apart, d: no void record.\n",
+            args.reference
         );
-        print!("{}", table(&all));
+        print!("{}", table(&all, &args.reference));
     }
     ExitCode::SUCCESS
 }

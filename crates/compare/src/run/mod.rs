@@ -87,6 +87,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     if !missing.is_empty() {
         bail!("missing prerequisites:\n  - {}", missing.join("\n  - "));
     }
+    // The summary's published claims: a ledger that is refused stops the run before anything is measured.
+    let report_options = report::Options::with_ledger_at(&cfg.paths.repo.join(crate::ledger::DEFAULT_PATH))?;
     let binaries = prerequisites::rust_binaries(&cfg.paths, &cfg.workloads, !cfg.db_rtt.is_empty());
     let provenance = provenance::gather(&cfg.paths.repo, &binaries, cfg.allow_stale)?;
     // bun-compiled and bun-bytecode: their executables, from the current sources (a no-op when built).
@@ -196,7 +198,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     }
     drop(soaking);
     let (jsonl, records) = recorder.finish();
-    let markdown = report::write_outputs(&records, &md)?;
+    let markdown = report::write_outputs(&records, &md, &report_options)?;
     let problems = problems(&records);
     Ok(Finished { jsonl, md, markdown, records, problems })
 }

@@ -1,15 +1,16 @@
-//! The overview chart: every workload's CPU and req/s ratios to rust on log axes centred on 1.
+//! The overview chart: every workload's CPU and req/s ratios to the reference runtime on log axes centred on 1.
 
 use std::fmt::{self, Write};
 
 use super::svg::{WIDTH, colors, esc, legend_layout, open_svg};
 
-/// One runtime's ratio to rust on one workload, for the overview chart.
+/// One runtime's ratio to the reference on one workload, for the overview chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RatioPoint {
     pub workload: String,
     pub runtime: String,
-    /// The runtime's CPU-µs per response ÷ rust's, and its req/s ÷ rust's (medians of per-round ratios).
+    /// The runtime's CPU-µs per response ÷ the reference's, and its req/s ÷ the reference's (medians of
+    /// per-round ratios).
     pub cpu: Option<f64>,
     pub rps: Option<f64>,
     /// The rule's (a), (c) and (d) hold for that metric in every run: a filled dot; hollow otherwise.
@@ -21,13 +22,13 @@ pub struct RatioPoint {
 const RATIO_MIN: f64 = 0.125;
 const RATIO_MAX: f64 = 8.0;
 
-/// The overview: one row per workload, two panels (CPU per response ÷ rust, req/s ÷ rust) on log axes
-/// centred on 1, a dot per runtime, the ±10% band the rule's (c) ignores shaded.
-pub fn ratios_svg(points: &[RatioPoint]) -> String {
-    render_ratios(points).unwrap_or_default()
+/// The overview titled `title`: one row per workload, two panels (CPU per response ÷ `reference`, req/s ÷
+/// `reference`) on log axes centred on 1, a dot per runtime, the ±10% band the rule's (c) ignores shaded.
+pub fn ratios_svg(points: &[RatioPoint], title: &str, reference: &str) -> String {
+    render_ratios(points, title, reference).unwrap_or_default()
 }
 
-fn render_ratios(points: &[RatioPoint]) -> Result<String, fmt::Error> {
+fn render_ratios(points: &[RatioPoint], title: &str, reference: &str) -> Result<String, fmt::Error> {
     const ROW: f64 = 20.0;
     const LABEL_W: f64 = 150.0;
     const GAP: f64 = 40.0;
@@ -41,7 +42,6 @@ fn render_ratios(points: &[RatioPoint]) -> Result<String, fmt::Error> {
     let rows_top = panel_top + 22.0;
     let rows_bottom = rows_top + workloads.len().max(1) as f64 * ROW;
     let height = rows_bottom + 56.0;
-    let title = "Every workload against rust";
     let mut out = String::with_capacity(4096 + points.len() * 256);
     open_svg(&mut out, height, title)?;
     writeln!(out, r#"<text x="16" y="28" font-size="18" font-weight="bold">{}</text>"#, esc(title))?;
@@ -51,8 +51,8 @@ fn render_ratios(points: &[RatioPoint]) -> Result<String, fmt::Error> {
     }
     let panel_w = (WIDTH - LABEL_W - GAP - 16.0) / 2.0;
     let panels = [
-        (LABEL_W, "CPU ÷ rust (right of 1: rust cheaper)", true),
-        (LABEL_W + panel_w + GAP, "req/s ÷ rust (left of 1: rust faster)", false),
+        (LABEL_W, format!("CPU ÷ {reference} (right of 1: {reference} cheaper)"), true),
+        (LABEL_W + panel_w + GAP, format!("req/s ÷ {reference} (left of 1: {reference} faster)"), false),
     ];
     let span = (RATIO_MAX / RATIO_MIN).log2();
     for (i, w) in workloads.iter().enumerate() {
@@ -77,7 +77,7 @@ fn render_ratios(points: &[RatioPoint]) -> Result<String, fmt::Error> {
             r#"<text x="{:.1}" y="{:.1}" font-size="12" font-weight="bold" text-anchor="middle">{}</text>"#,
             x0 + panel_w / 2.0,
             panel_top + 8.0,
-            esc(heading)
+            esc(&heading)
         )?;
         let (band0, band1) = (x_of(1.0 / (1.0 + 0.10)), x_of(1.0 + 0.10));
         writeln!(
@@ -142,7 +142,8 @@ mod tests {
             point("notes <read>", "bun", Some(100.0), Some(0.001)),
             point("metadata", "bun", None, Some(f64::NAN)),
         ];
-        let svg = ratios_svg(&points);
+        let svg = ratios_svg(&points, "Every workload against rust", "rust");
+        assert!(svg.contains("CPU ÷ rust (right of 1: rust cheaper)"), "{svg}");
         well_formed(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
         for label in [">hello-bare</text>", ">notes &lt;read&gt;</text>", ">metadata</text>", ">node &amp; co</text>"] {
             assert!(svg.contains(label), "{label}");
@@ -157,7 +158,8 @@ mod tests {
 
     #[test]
     fn filled_where_the_rule_holds_hollow_where_not() {
-        let svg = ratios_svg(&[point("hello-bare", "bun", Some(2.0), Some(0.5))]);
+        let svg = ratios_svg(&[point("hello-bare", "bun", Some(2.0), Some(0.5))], "Bun against Node", "node");
+        assert!(svg.contains("req/s ÷ node (left of 1: node faster)"), "{svg}");
         let bun = colors(["bun"])[0];
         assert!(svg.contains(&format!(r#"fill="{bun}" stroke="{bun}""#)), "cpu holds: {svg}");
         assert!(svg.contains(&format!(r##"fill="#fff" stroke="{bun}""##)), "req/s does not: {svg}");
@@ -165,6 +167,6 @@ mod tests {
 
     #[test]
     fn no_points_is_still_a_document() {
-        well_formed(&ratios_svg(&[])).expect("empty chart");
+        well_formed(&ratios_svg(&[], "t", "rust")).expect("empty chart");
     }
 }
