@@ -153,6 +153,7 @@ pub fn readme_block(claims: &[Claim], base: &Path, files: &[PathBuf]) -> anyhow:
         names.join(" ")
     );
     out.push_str(&rule_text(crate::records::ordered(records.iter().map(|r| r.run_id.as_str())).len()));
+    runs_list(&mut out, &records, files);
     let _ = writeln!(out, "\n{}\n", counts_line(&findings));
     out.push_str(&table(claims, &findings));
     let judged = crate::report::judged(&records);
@@ -164,6 +165,20 @@ pub fn readme_block(claims: &[Claim], base: &Path, files: &[PathBuf]) -> anyhow:
     out.push_str(&pair.replace("\n## ", "\n### "));
     let _ = writeln!(out, "\n{END}");
     Ok(out)
+}
+
+/// One line per run the block reads: its file, when it started, the command and the commit it measured.
+fn runs_list(out: &mut String, records: &[Record], files: &[PathBuf]) {
+    out.push_str("\nThe runs, in the order the figures list them:\n\n");
+    for run in crate::records::ordered(records.iter().map(|r| r.run_id.as_str())) {
+        let Some(first) = records.iter().find(|r| r.run_id == run) else { continue };
+        let file = files.iter().find(|f| f.file_stem().is_some_and(|s| s.to_string_lossy() == run));
+        let name = file.map_or(run.clone(), |f| format!("[{run}]({})", f.with_extension("md").display()));
+        let built =
+            first.provenance.as_ref().map_or(String::new(), |p| format!(", {}", crate::provenance::describe(p)));
+        let command = crate::format::shell_join(&first.command);
+        let _ = writeln!(out, "- {name}: started {}{built}: `{command}`", first.started_at);
+    }
 }
 
 /// The block's first line starts with this; the files follow it.
