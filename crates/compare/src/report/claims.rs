@@ -156,7 +156,7 @@ pub fn readme_block(claims: &[Claim], base: &Path, files: &[PathBuf]) -> anyhow:
     runs_list(&mut out, &records, files);
     let _ = writeln!(out, "\n{}\n", counts_line(&findings));
     out.push_str(&table(claims, &findings));
-    let judged = crate::report::judged(&records);
+    let judged = crate::report::cross_record::judged(&records);
     let headline = crate::report::sweep::headline(&judged);
     let (bun, node) = crate::reference::POSTS_PAIR;
     let mut pair = String::new();

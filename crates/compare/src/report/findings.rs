@@ -116,7 +116,7 @@ fn where_read(claim: &Claim) -> String {
 
 /// Every claim judged on `records` (one or more runs, raw as read).
 pub fn judge(claims: &[Claim], records: &[Record]) -> Vec<Finding> {
-    let judged = crate::report::judged(records);
+    let judged = crate::report::cross_record::judged(records);
     claims.iter().map(|c| judge_one(c, &judged)).collect()
 }
 

@@ -9,6 +9,7 @@ pub mod charts;
 pub mod claims;
 pub mod connections;
 pub mod costs;
+pub mod cross_record;
 pub mod db_rtt;
 pub mod findings;
 pub mod html;
@@ -32,6 +33,7 @@ use crate::plan::stacks;
 use crate::plan::workloads::Workload;
 use crate::records::{Kind, Record, ordered};
 use crate::reference;
+pub use crate::report::cross_record::judged;
 use crate::report::overview::Scope;
 use crate::stats::{Spread, spread};
 use crate::table::{Table, cell_text};
@@ -160,13 +162,6 @@ struct Flags {
     contended: bool,
 }
 
-/// The whole Markdown document. `md_path`: where it goes, so each workload's chart is linked by file name.
-/// The records as the report reads them: with the rules that judge one record by another applied (a cached
-/// run whose hit ratio is far from rust's is void), so a re-render of an old file judges it the same way.
-pub fn judged(records: &[Record]) -> Vec<Record> {
-    crate::report::cache::void_mismatched(records)
-}
-
 /// The summary's first line: what was compared, on how many workloads, from how many runs.
 fn title(records: &[Record]) -> String {
     if records.is_empty() {
@@ -207,7 +202,8 @@ impl Options {
     }
 }
 
-/// The whole Markdown document, every ratio and verdict against `opts.reference`.
+/// The whole Markdown document, every ratio and verdict against `opts.reference`. `md_path`: where it goes,
+/// so each workload's chart is linked by file name.
 pub fn render(records: &[Record], md_path: Option<&Path>, opts: &Options) -> String {
     let reference = opts.reference.as_str();
     let judged = judged(records);

@@ -31,7 +31,7 @@ pub struct VerdictArgs {
 /// cross-record rules and cut to each workload's headline connection count and round trip, as every table of
 /// the report is.
 pub fn judgements(records: &[Record], reference: &str) -> Vec<Judgement> {
-    let judged = crate::report::judged(records);
+    let judged = crate::report::cross_record::judged(records);
     verdict::judge(&crate::report::sweep::headline(&judged), reference)
 }
 
