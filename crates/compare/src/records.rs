@@ -174,6 +174,22 @@ pub struct LookupRun {
     /// Lookups that found their row, and the bytes of every body built: equal on every runtime, or it is void.
     pub found: u64,
     pub bytes: u64,
+    /// The same process's insert loop after the lookups; null when it did not run (older records lack it).
+    #[serde(default)]
+    pub inserts: Option<InsertRun>,
+}
+
+/// The DB-only run's inserts: single-row autocommit INSERTs into a new file (metadata's bench_insert.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct InsertRun {
+    /// Timed inserts, after a tenth as many untimed.
+    pub inserts: u64,
+    pub seconds: f64,
+    pub ops_per_s: f64,
+    /// The table read back: rows (untimed and timed) and two sums; equal on every runtime, or it is void.
+    pub rows: u64,
+    pub position_sum: u64,
+    pub id_chars: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -469,6 +485,29 @@ pub fn test_record(workload: &str, runtime: &str, kind: Kind, round: u32) -> Rec
 #[cfg(test)]
 pub fn test_lookup_record(runtime: &str, round: u32, ops_per_s: f64, found: u64) -> Record {
     let mut r = test_record("metadata", runtime, Kind::Lookups, round);
-    r.lookups = Some(LookupRun { iterations: 1000, seconds: 1000.0 / ops_per_s, ops_per_s, found, bytes: 7 * found });
+    r.lookups = Some(LookupRun {
+        iterations: 1000,
+        seconds: 1000.0 / ops_per_s,
+        ops_per_s,
+        found,
+        bytes: 7 * found,
+        inserts: None,
+    });
+    r
+}
+
+/// A DB-only record with an insert loop at `inserts_per_s` whose read-back sums are `position_sum`.
+#[cfg(test)]
+pub fn test_insert_record(runtime: &str, round: u32, inserts_per_s: f64, position_sum: u64) -> Record {
+    let mut r = test_lookup_record(runtime, round, 100_000.0, 10);
+    let run = InsertRun {
+        inserts: 1000,
+        seconds: 1000.0 / inserts_per_s,
+        ops_per_s: inserts_per_s,
+        rows: 1100,
+        position_sum,
+        id_chars: 11_000,
+    };
+    r.lookups.as_mut().expect("a lookup record").inserts = Some(run);
     r
 }

@@ -52,13 +52,15 @@ pub enum Metric {
     StartupMs,
     /// The DB-only loop's lookups per second (metadata): higher is better.
     LookupsPerS,
+    /// The same loop's single-row inserts per second: higher is better.
+    InsertsPerS,
 }
 
 impl Metric {
     /// What every overview judges.
     pub const JUDGED: [Metric; 3] = [Metric::CpuUsPerResp, Metric::ReqPerS, Metric::CapacityRps];
     /// Every metric, in the order `name` lists them.
-    pub const ALL: [Metric; 11] = [
+    pub const ALL: [Metric; 12] = [
         Metric::CpuUsPerResp,
         Metric::ReqPerS,
         Metric::CapacityRps,
@@ -70,6 +72,7 @@ impl Metric {
         Metric::RssPeakMib,
         Metric::StartupMs,
         Metric::LookupsPerS,
+        Metric::InsertsPerS,
     ];
 
     pub fn name(self) -> &'static str {
@@ -85,6 +88,7 @@ impl Metric {
             Metric::RssPeakMib => "rss_peak_mib",
             Metric::StartupMs => "startup_ms",
             Metric::LookupsPerS => "lookups_per_s",
+            Metric::InsertsPerS => "inserts_per_s",
         }
     }
 
@@ -97,7 +101,7 @@ impl Metric {
         match self {
             Metric::CapacityRps => Kind::Capacity,
             Metric::StartupMs => Kind::Startup,
-            Metric::LookupsPerS => Kind::Lookups,
+            Metric::LookupsPerS | Metric::InsertsPerS => Kind::Lookups,
             _ => Kind::Closed,
         }
     }
@@ -108,7 +112,7 @@ impl Metric {
             Metric::P50Ms | Metric::P95Ms | Metric::P99Ms | Metric::P999Ms => &[Kind::Closed, Kind::Open],
             Metric::CapacityRps => &[Kind::Capacity],
             Metric::StartupMs => &[Kind::Startup],
-            Metric::LookupsPerS => &[Kind::Lookups],
+            Metric::LookupsPerS | Metric::InsertsPerS => &[Kind::Lookups],
             _ => &[Kind::Closed],
         }
     }
@@ -128,12 +132,13 @@ impl Metric {
             Metric::RssPeakMib => |r| r.rss_peak_kib.map(|k| k as f64 / 1024.0),
             Metric::StartupMs => |r| r.startup_ms,
             Metric::LookupsPerS => |r| r.lookups.map(|l| l.ops_per_s),
+            Metric::InsertsPerS => |r| r.lookups?.inserts.map(|i| i.ops_per_s),
         }
     }
 
     /// Less is better for CPU, latency, memory and start time; more for throughput and capacity.
     pub fn lower_is_better(self) -> bool {
-        !matches!(self, Metric::ReqPerS | Metric::CapacityRps | Metric::LookupsPerS)
+        !matches!(self, Metric::ReqPerS | Metric::CapacityRps | Metric::LookupsPerS | Metric::InsertsPerS)
     }
 }
 

@@ -105,9 +105,11 @@ fn quick_comparison_of_every_workload() {
         assert_eq!(r.db_pool.is_some(), proxied, "{r:?}");
         assert_eq!(r.db_proxy_cpu_us_per_resp.is_some(), proxied, "{r:?}");
     }
+    // Valid means its bodies and its inserted rows (read back) agreed with rust's.
     for runtime in ["rust", "bun", "node"] {
         let lookups = recs.iter().filter(|r| r.kind == Kind::Lookups && r.runtime == runtime);
-        assert_eq!(lookups.filter(|r| !r.void && r.lookups.is_some()).count(), 1, "{runtime} DB-only run");
+        let inserted = |r: &&compare::records::Record| r.lookups.and_then(|l| l.inserts).is_some_and(|i| i.rows > 0);
+        assert_eq!(lookups.filter(|r| !r.void && inserted(r)).count(), 1, "{runtime} DB-only run with inserts");
     }
     // TLS and churn: every TLS run negotiated what every runtime is held to and says so; the handshake
     // workloads opened a connection per request, fully handshaken on hello-handshake.

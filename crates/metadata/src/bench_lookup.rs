@@ -1,11 +1,14 @@
 //! `metadata-rs bench-lookup`: the DB-only benchmark. Times the lookup-and-build step (SQLite point read,
 //! locales parse, JSON render) with no HTTP, over the sample ids, exactly as bench/peers/metadata/
 //! lookup-bench.mjs does on Bun and Node: the same id and region sequence, the same warmup, the same output
-//! line, and a byte count that proves every runtime built the same bodies.
+//! line, and a byte count that proves every runtime built the same bodies. With `--inserts N` it then times N
+//! single-row inserts into a new file (bench_insert.rs), the post's other half of bun:sqlite against
+//! node:sqlite.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::bench_insert::InsertStore;
 use crate::db::{Database, DbOptions};
 use metadata_dataset::REGIONS;
 
@@ -23,6 +26,15 @@ pub struct BenchLookupArgs {
     pub warmup: u64,
     #[arg(long, default_value_t = 256 * 1024 * 1024)]
     pub mmap_size: u64,
+    /// Timed single-row inserts after the lookups, into --insert-db; 0 skips them.
+    #[arg(long, default_value_t = 0)]
+    pub inserts: u64,
+    /// Untimed inserts first, into the same table.
+    #[arg(long, default_value_t = 0)]
+    pub insert_warmup: u64,
+    /// A file that does not exist yet: the insert loop creates it.
+    #[arg(long)]
+    pub insert_db: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +83,7 @@ pub fn main(args: &BenchLookupArgs) -> ! {
     let started = Instant::now();
     let tally = run_iterations(&mut db, &ids, 0, args.iterations).unwrap_or_else(|e| fail(e));
     let seconds = started.elapsed().as_secs_f64();
-    let line = serde_json::json!({
+    let mut line = serde_json::json!({
         "runtime": "rust",
         "version": env!("CARGO_PKG_VERSION"),
         "iterations": args.iterations,
@@ -80,6 +92,35 @@ pub fn main(args: &BenchLookupArgs) -> ! {
         "found": tally.found,
         "bytes": tally.bytes,
     });
+    if args.inserts > 0 {
+        let fields = time_inserts(args, &ids).unwrap_or_else(|e| fail(e));
+        line.as_object_mut().expect("an object").extend(fields);
+    }
     println!("{line}");
     std::process::exit(0)
+}
+
+/// The insert loop's fields of the output line: timed inserts, their seconds and rate, and the table read back.
+fn time_inserts(args: &BenchLookupArgs, ids: &[String]) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let path = args.insert_db.as_deref().ok_or("--inserts needs --insert-db PATH (a file that does not exist yet)")?;
+    let mut store = InsertStore::create(path)?;
+    store.insert(ids, 0, args.insert_warmup)?;
+    let started = Instant::now();
+    store.insert(ids, args.insert_warmup, args.insert_warmup + args.inserts)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let back = store.read_back()?;
+    if back.rows != args.insert_warmup + args.inserts {
+        return Err(format!("the table holds {} rows after {} inserts", back.rows, args.insert_warmup + args.inserts));
+    }
+    let serde_json::Value::Object(fields) = serde_json::json!({
+        "inserts": args.inserts,
+        "insert_seconds": seconds,
+        "inserts_per_sec": args.inserts as f64 / seconds,
+        "rows": back.rows,
+        "position_sum": back.position_sum,
+        "id_chars": back.id_chars,
+    }) else {
+        unreachable!("a json! object literal")
+    };
+    Ok(fields)
 }

@@ -7,6 +7,7 @@
 //! `curl 'localhost:3001/v1/metadata/<an id from sample_ids.txt>?region=ja'`.
 
 pub mod api;
+pub mod bench_insert;
 pub mod bench_lookup;
 pub mod cache;
 pub mod config;

@@ -107,4 +107,19 @@ fn gen_data_writes_refuses_to_overwrite_and_bench_lookup_reports() {
     let tally = metadata::bench_lookup::run_iterations(&mut db, &ids, 0, 1000).expect("lookups");
     assert_eq!((report["found"].as_u64(), report["bytes"].as_u64()), (Some(tally.found), Some(tally.bytes)));
     assert!(tally.found > 900, "most sample ids are present: {}", tally.found);
+
+    // The insert half: timed inserts after untimed ones, the table read back; a used file is refused.
+    let args =
+        ["bench-lookup", "--iterations", "10", "--inserts", "500", "--insert-warmup", "50", "--insert-db", "p.db"];
+    let (code, stdout, stderr) = run(&[], &args, dir.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    assert_eq!((report["inserts"].as_u64(), report["rows"].as_u64()), (Some(500), Some(550)), "{report}");
+    assert!(report["inserts_per_sec"].as_f64().is_some_and(|x| x > 0.0), "{report}");
+    assert!(report["position_sum"].as_u64().is_some_and(|x| x > 0) && report["id_chars"].as_u64() == Some(550 * 11));
+    let (code, _, stderr) = run(&[], &args, dir.path());
+    assert_eq!(code, Some(1), "a used insert file is refused");
+    assert!(stderr.contains("p.db exists: the insert loop starts from a new file"), "{stderr}");
+    let (code, _, stderr) = run(&[], &["bench-lookup", "--iterations", "10", "--inserts", "5"], dir.path());
+    assert_eq!((code, stderr.contains("--inserts needs --insert-db")), (Some(1), true), "{stderr}");
 }

@@ -2,10 +2,13 @@
 //! loop with no HTTP and no server, on each runtime's own SQLite binding: `metadata-rs bench-lookup` and
 //! bench/peers/metadata/lookup-bench.mjs under Bun (bun:sqlite) and Node (node:sqlite). All three walk the
 //! same id and region sequence over the same file and print the same JSON line; the found count and the
-//! bytes built must agree across runtimes, or the run does not count. Pinned to the server cores, one run
-//! per round per runtime, the order rotated like the rounds.
+//! bytes built must agree across runtimes, or the run does not count. Each run then times a tenth as many
+//! single-row inserts into a new file of its own (the insert half of the post's bun:sqlite against node:sqlite), and the
+//! table read back must agree too. Pinned to the server cores, one run per round per runtime, the order
+//! rotated like the rounds.
 
 use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -17,7 +20,7 @@ use crate::plan::dataset::MetadataData;
 use crate::plan::paths::Paths;
 use crate::plan::runtimes::Runtime;
 use crate::plan::workloads::Service;
-use crate::records::{LookupRun, Record};
+use crate::records::{InsertRun, LookupRun, Record};
 use crate::run::bench::Bench;
 use crate::run::recorder::Recorder;
 use crate::settings::Config;
@@ -28,17 +31,26 @@ pub fn runs_on(rt: Runtime) -> bool {
     matches!(rt, Runtime::Rust | Runtime::Bun | Runtime::Node)
 }
 
-/// The untimed lookups before the timed ones: a tenth, as the loops' own defaults have it.
+/// The untimed lookups before the timed ones: a tenth, as the loops' own defaults have it. The inserts have
+/// the same share untimed.
 pub fn warmup(iterations: u64) -> u64 {
     iterations / 10
 }
 
-/// How long a run may take before it is killed: a debug build does a few thousand lookups a second.
-fn limit(iterations: u64) -> Duration {
-    Duration::from_secs(30) + Duration::from_secs_f64((iterations + warmup(iterations)) as f64 / 2_000.0)
+/// The timed inserts of a run of `iterations` lookups: a tenth as many, so the default run (10 s windows,
+/// 1,000,000 lookups) times the post's 100,000 inserts.
+pub fn inserts(iterations: u64) -> u64 {
+    iterations / 10
 }
 
-/// The loop's one output line.
+/// How long a run may take before it is killed: a debug build does a few thousand lookups (or inserts) a
+/// second.
+fn limit(iterations: u64) -> Duration {
+    let operations = iterations + warmup(iterations) + inserts(iterations) + warmup(inserts(iterations));
+    Duration::from_secs(30) + Duration::from_secs_f64(operations as f64 / 2_000.0)
+}
+
+/// The loop's one output line; the insert fields are there when it was asked for inserts.
 #[derive(Debug, Deserialize)]
 struct Line {
     iterations: u64,
@@ -46,10 +58,43 @@ struct Line {
     ops_per_sec: f64,
     found: u64,
     bytes: u64,
+    inserts: Option<u64>,
+    insert_seconds: Option<f64>,
+    inserts_per_sec: Option<f64>,
+    rows: Option<u64>,
+    position_sum: Option<u64>,
+    id_chars: Option<u64>,
 }
 
-/// The command for `rt`'s loop over `data`, pinned to the server cores.
-pub fn command(rt: Runtime, paths: &Paths, bench: &Bench, data: &MetadataData, iterations: u64) -> Command {
+impl Line {
+    fn insert_run(&self) -> Option<InsertRun> {
+        Some(InsertRun {
+            inserts: self.inserts?,
+            seconds: self.insert_seconds?,
+            ops_per_s: self.inserts_per_sec?,
+            rows: self.rows?,
+            position_sum: self.position_sum?,
+            id_chars: self.id_chars?,
+        })
+    }
+}
+
+/// The insert loop's file for one run, and the WAL and shared-memory files SQLite keeps beside it.
+fn insert_files(db: &Path) -> [PathBuf; 3] {
+    let with = |suffix: &str| PathBuf::from(format!("{}{suffix}", db.display()));
+    [db.to_path_buf(), with("-wal"), with("-shm")]
+}
+
+/// The command for `rt`'s loop over `data`, pinned to the server cores: `iterations` lookups, then
+/// [`inserts`] of them into `insert_db` (a file that does not exist yet).
+pub fn command(
+    rt: Runtime,
+    paths: &Paths,
+    bench: &Bench,
+    data: &MetadataData,
+    iterations: u64,
+    insert_db: &Path,
+) -> Command {
     let mut cmd = Command::new("taskset");
     cmd.arg("-c").arg(&bench.server_cores).arg(paths.program(rt, Service::Metadata));
     match rt {
@@ -68,7 +113,10 @@ pub fn command(rt: Runtime, paths: &Paths, bench: &Bench, data: &MetadataData, i
         }
     }
     cmd.arg("--db").arg(&data.db).arg("--ids").arg(&data.ids);
-    cmd.args(["--iterations", &iterations.to_string(), "--warmup", &warmup(iterations).to_string()]);
+    let count = |n: u64| n.to_string();
+    cmd.args(["--iterations", &count(iterations), "--warmup", &count(warmup(iterations))]);
+    let timed = inserts(iterations);
+    cmd.args(["--inserts", &count(timed), "--insert-warmup", &count(warmup(timed))]).arg("--insert-db").arg(insert_db);
     cmd
 }
 
@@ -82,9 +130,15 @@ pub fn run(rt: Runtime, paths: &Paths, bench: &Bench, data: &MetadataData, itera
                 ops_per_s: line.ops_per_sec,
                 found: line.found,
                 bytes: line.bytes,
+                inserts: line.insert_run(),
             };
             if run.iterations != iterations {
                 rec.void_because(format!("ran {} lookups, not {iterations}", run.iterations));
+            }
+            match run.inserts {
+                Some(i) if i.inserts == inserts(iterations) => {}
+                Some(i) => rec.void_because(format!("ran {} inserts, not {}", i.inserts, inserts(iterations))),
+                None => rec.void_because("its output has no insert fields"),
             }
             rec.duration_s = Some(run.seconds);
             rec.lookups = Some(run);
@@ -102,15 +156,29 @@ fn run_once(
     round: &str,
 ) -> anyhow::Result<Line> {
     let stem = bench.logdir.join(format!("lookups-{}-r{round}", rt.name()));
+    let insert_db = stem.with_extension("inserts.db");
+    remove_insert_files(&insert_db);
+    let line = run_loop(command(rt, paths, bench, data, iterations, &insert_db), &stem, limit(iterations), rt);
+    // The loop read its rows back itself; the file is only disk to give back.
+    remove_insert_files(&insert_db);
+    line
+}
+
+fn remove_insert_files(db: &Path) {
+    for file in insert_files(db) {
+        let _ = std::fs::remove_file(file);
+    }
+}
+
+/// Runs the loop's `cmd` with its output in `<stem>.out` and `.err`, killed after `limit`; its JSON line.
+fn run_loop(mut cmd: Command, stem: &Path, limit: Duration, rt: Runtime) -> anyhow::Result<Line> {
     let (out_path, err_path) = (stem.with_extension("out"), stem.with_extension("err"));
-    let mut cmd = command(rt, paths, bench, data, iterations);
     cmd.stdin(Stdio::null()).stdout(File::create(&out_path)?).stderr(File::create(&err_path)?);
     let mut proc = Spawned::spawn(cmd, "lookups").with_context(|| format!("starting {}'s DB-only loop", rt.name()))?;
-    let status = proc.wait_timeout(limit(iterations))?;
     let stderr = || std::fs::read_to_string(&err_path).unwrap_or_default().trim().chars().take(300).collect::<String>();
-    let Some(status) = status else {
+    let Some(status) = proc.wait_timeout(limit)? else {
         proc.kill();
-        anyhow::bail!("still running after {:?}; killed", limit(iterations));
+        anyhow::bail!("still running after {limit:?}; killed");
     };
     if !status.success() {
         anyhow::bail!("exited {status}: {}", stderr());
@@ -142,7 +210,11 @@ pub fn rounds(
             run(rt, &cfg.paths, bench, data, cfg.lookups, &mut rec);
             check_interrupted()?;
             let summary = match (&rec.lookups, rec.void) {
-                (Some(l), false) => format!("{} lookups/s", num(l.ops_per_s, 0)),
+                (Some(l), false) => format!(
+                    "{} lookups/s, {} inserts/s",
+                    num(l.ops_per_s, 0),
+                    l.inserts.map_or("no".into(), |i| num(i.ops_per_s, 0))
+                ),
                 _ => format!("VOID: {}", rec.void_reason.as_deref().unwrap_or("")),
             };
             recorder.end(estimate_s, &summary);
@@ -158,23 +230,35 @@ pub fn rounds(
     Ok(())
 }
 
-/// The runs of one round whose found and bytes differ from rust's (or, without rust, from the first
-/// runtime's): they did not build the same bodies.
+/// The runs of one round whose found and bytes, or whose inserted rows read back, differ from rust's (or,
+/// without rust, from the first runtime's): they did not build the same bodies or write the same rows.
 pub fn disagreements(round: &[Record]) -> Vec<(usize, String)> {
     let tally = |r: &Record| r.lookups.map(|l| (l.found, l.bytes));
+    let rows = |r: &Record| r.lookups.and_then(|l| l.inserts).map(|i| (i.rows, i.position_sum, i.id_chars));
     let reference = round.iter().find(|r| r.runtime == "rust").or(round.first()).filter(|r| !r.void);
     let Some((name, want)) = reference.and_then(|r| Some((r.runtime.clone(), tally(r)?))) else { return Vec::new() };
+    let want_rows = reference.and_then(rows);
     round
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| match tally(r) {
-            Some(got) if got != want => Some((
+        .filter_map(|(i, r)| match (tally(r), rows(r)) {
+            (Some(got), _) if got != want => Some((
                 i,
                 format!(
                     "found {} and {} bytes, {name} found {} and {} bytes: not the same bodies",
                     got.0, got.1, want.0, want.1
                 ),
             )),
+            (Some(_), Some(got)) if want_rows.is_some_and(|w| w != got) => {
+                let w = want_rows.expect("checked");
+                Some((
+                    i,
+                    format!(
+                        "read back {} rows summing {} and {}, {name} read back {} summing {} and {}: not the same rows",
+                        got.0, got.1, got.2, w.0, w.1, w.2
+                    ),
+                ))
+            }
             _ => None,
         })
         .collect()
@@ -194,5 +278,29 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].0, 1);
         assert!(found[0].1.contains("found 9 and 63 bytes, rust found 10 and 70 bytes"), "{found:?}");
+    }
+
+    #[test]
+    fn inserted_rows_must_agree_too() {
+        use crate::records::test_insert_record as ins;
+        let same = [ins("rust", 1, 300_000.0, 42), ins("bun", 1, 250_000.0, 42), ins("node", 1, 200_000.0, 42)];
+        assert!(disagreements(&same).is_empty());
+        let odd = [ins("rust", 1, 300_000.0, 42), ins("node", 1, 200_000.0, 41)];
+        let found = disagreements(&odd);
+        assert_eq!(found.iter().map(|f| f.0).collect::<Vec<_>>(), [1]);
+        assert!(
+            found[0].1.contains("read back 1100 rows summing 41 and 11000, rust read back 1100 summing 42"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn the_insert_files_are_the_db_and_its_wal_and_shm() {
+        let files = insert_files(Path::new("/l/lookups-bun-r1.inserts.db"));
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        assert_eq!(
+            names,
+            ["/l/lookups-bun-r1.inserts.db", "/l/lookups-bun-r1.inserts.db-wal", "/l/lookups-bun-r1.inserts.db-shm"]
+        );
     }
 }
