@@ -10,9 +10,11 @@ use crate::format::{fmt_median, fmt_spread, num};
 use crate::plan::workloads::Workload;
 use crate::records::{DbPool, Kind, Record, ordered};
 use crate::reference;
+use crate::report::posts_pair::{self, Condition};
 use crate::report::sweep::rtt_key;
 use crate::stats::spread;
 use crate::table::Table;
+use crate::verdict::Metric;
 
 /// A run at or above this share of its pool's ceiling is marked pool-bound.
 const POOL_BOUND_SHARE: f64 = 0.8;
@@ -67,9 +69,12 @@ pub fn section(out: &mut String, records: &[Record], w: &str, reference: &str) {
         "proxies CPU-µs/resp",
         "valid runs",
     ]);
+    let mut conditions = Vec::new();
     for (rtt, connections) in keys {
         let at: Vec<Record> =
             mine.iter().filter(|r| rtt_key(r) == rtt && r.connections == connections).map(|r| (*r).clone()).collect();
+        let label =
+            vec![num(at[0].db_rtt_ms.unwrap_or(0.0), 1), connections.map_or("—".to_string(), |c| c.to_string())];
         for rt in &runtimes {
             let of: Vec<&Record> = at.iter().filter(|r| &r.runtime == rt).collect();
             if of.is_empty() {
@@ -101,8 +106,11 @@ pub fn section(out: &mut String, records: &[Record], w: &str, reference: &str) {
                 &format!("{}/{}", ok.len(), of.len()),
             ]);
         }
+        conditions.push(Condition { label, records: at });
     }
     out.push_str(&table.finish());
+    let metrics = [Metric::ReqPerS, Metric::CpuUsPerResp, Metric::P99Ms];
+    posts_pair::table(out, w, &["round trip ms", "connections"], &conditions, &metrics);
 }
 
 #[cfg(test)]

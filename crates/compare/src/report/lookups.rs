@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::format::{fmt_median, fmt_spread};
+use crate::format::{fmt_median, fmt_spread, num};
 use crate::records::{Kind, Record};
 use crate::reference;
 use crate::stats::spread;
@@ -26,8 +26,9 @@ pub fn table(out: &mut String, records: &[Record], workload: &str, reference: &s
     let iterations = mine.iter().find_map(|r| r.lookups.map(|l| l.iterations)).unwrap_or(0);
     let _ = writeln!(
         out,
-        "\nDB-only: the lookup and the JSON build in a loop, no HTTP ({iterations} lookups a run after a tenth as \
-         many untimed; each runtime's own SQLite binding on the same file, pinned to the server cores):\n"
+        "\nDB-only: the lookup and the JSON build in a loop, no HTTP ({} lookups a run after a tenth as \
+         many untimed; each runtime's own SQLite binding on the same file, pinned to the server cores):\n",
+        num(iterations as f64, 0)
     );
     let ratio_head = format!("lookups/s ÷ {reference}");
     let mut table = Table::new(["runtime", "lookups/s", "µs/lookup", ratio_head.as_str(), "valid runs"]);
@@ -48,9 +49,10 @@ pub fn table(out: &mut String, records: &[Record], workload: &str, reference: &s
     let Some(count) = mine.iter().find_map(|r| r.lookups?.inserts.map(|i| i.inserts)) else { return };
     let _ = writeln!(
         out,
-        "\nThe same runs' inserts ({count} single-row INSERTs a run, each its own transaction, through one prepared \
-         statement into a new WAL file with synchronous off, after a tenth as many untimed; the rows read back \
-         agree on every runtime):\n"
+        "\nThe same runs' inserts ({} single-row INSERTs a run, each its own transaction, through one prepared \
+         statement into a new WAL file with synchronous off, after a tenth as many untimed; a run whose rows, \
+         read back, differ from rust's in its round is void):\n",
+        num(count as f64, 0)
     );
     let ratio_head = format!("inserts/s ÷ {reference}");
     let mut table = Table::new(["runtime", "inserts/s", "µs/insert", ratio_head.as_str(), "valid runs"]);
@@ -84,6 +86,6 @@ mod tests {
         table(&mut out, &records, "metadata", "node");
         assert!(out.contains("| runtime | inserts/s | µs/insert | inserts/s ÷ node | valid runs |"), "{out}");
         assert!(out.contains("| bun | 200,000 | 5.00 | 2.00 | 1/1 |"), "{out}");
-        assert!(out.contains("1000 single-row INSERTs a run"), "{out}");
+        assert!(out.contains("(1,000 single-row INSERTs a run"), "{out}");
     }
 }

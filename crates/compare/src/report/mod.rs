@@ -15,6 +15,7 @@ pub mod findings;
 pub mod html;
 pub mod lookups;
 pub mod overview;
+pub mod posts_pair;
 pub mod soak;
 pub mod sweep;
 pub mod verdicts;

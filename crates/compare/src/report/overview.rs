@@ -66,7 +66,8 @@ impl<'a> Scope<'a> {
     }
 }
 
-fn capitalized(name: &str) -> String {
+/// `bun` → `Bun`, for headings.
+pub fn capitalized(name: &str) -> String {
     let mut chars = name.chars();
     chars.next().map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
 }
@@ -102,7 +103,7 @@ fn rounds(r: &verdict::RunEffect) -> usize {
 }
 
 /// Each run's median ratio, `a / b` when there are two runs.
-fn ratios_text(j: Option<&Judgement>) -> String {
+pub fn ratios_text(j: Option<&Judgement>) -> String {
     let Some(j) = j else { return "—".into() };
     let each: Vec<String> = j.runs.iter().map(|r| r.ratio.map_or("—".into(), |x| num(x, 2))).collect();
     each.join(" / ")

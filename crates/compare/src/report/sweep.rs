@@ -15,8 +15,10 @@ use crate::plan::workloads::Workload;
 use crate::records::{Kind, Record, ordered};
 use crate::reference;
 use crate::report::charts::{self, LadderPoint};
+use crate::report::posts_pair::{self, Condition};
 use crate::stats::{Spread, spread};
 use crate::table::Table;
+use crate::verdict::Metric;
 
 fn swept(r: &Record) -> bool {
     matches!(r.kind, Kind::Closed | Kind::Open)
@@ -189,6 +191,11 @@ pub fn section(out: &mut String, records: &[Record], w: &str, md_path: Option<&P
         }
     }
     out.push_str(&table.finish());
+    let conditions: Vec<Condition> = counts
+        .iter()
+        .map(|&c| Condition { label: vec![c.to_string()], records: at(records, w, Kind::Closed, c) })
+        .collect();
+    posts_pair::table(out, w, &["connections"], &conditions, &[Metric::ReqPerS, Metric::P99Ms, Metric::P999Ms]);
     open_tables(out, records, w, &counts, &runtimes);
 }
 
