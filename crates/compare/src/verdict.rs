@@ -158,6 +158,7 @@ pub enum Verdict {
 pub struct RunEffect {
     pub run_id: String,
     pub host: String,
+    /// When the run was invoked ([`invoked_at`]), or its first record read when its id has no stamp.
     pub started_at: String,
     /// Median over rounds of the runtime's value ÷ the reference's in the same round; null without a shared
     /// round.
@@ -350,7 +351,7 @@ fn run_effect(records: &[Record], run: &str, p: &Pair) -> Option<RunEffect> {
     Some(RunEffect {
         run_id: run.to_string(),
         host: first.machine.hostname.clone(),
-        started_at: first.started_at.clone(),
+        started_at: invoked_at(run).unwrap_or_else(|| first.started_at.clone()),
         ratio,
         reference_better,
         reference: reference_spread.map(SpreadOut::from),
@@ -385,6 +386,16 @@ fn conclude(p: &Pair, runs: Vec<RunEffect>) -> Judgement {
         Verdict::Worse
     };
     j
+}
+
+/// When run `run_id` was invoked: the UTC stamp its id begins with (`20261205T093459Z-vm`). Unlike its first
+/// record's start, it is the same whichever of the run's records are read: a table that judges one count of a
+/// sweep reads records that begin minutes into each run, and two runs an hour apart would look closer.
+/// `None` for an id of another form.
+fn invoked_at(run_id: &str) -> Option<String> {
+    let stamp = run_id.get(..16)?;
+    let at = chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%SZ").ok()?;
+    Some(at.and_utc().to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
 }
 
 /// (b)'s second run: two of the runs on different hosts, or started at least an hour apart.
@@ -572,5 +583,12 @@ mod tests {
             (json["metric"].as_str(), json["verdict"].as_str()),
             (Some("capacity_rps"), Some("no measurable difference"))
         );
+    }
+
+    #[test]
+    fn a_run_starts_when_it_was_invoked_whatever_slice_is_read() {
+        assert_eq!(invoked_at("20261205T093459Z-vm").as_deref(), Some("2026-12-05T09:34:59Z"));
+        assert_eq!(invoked_at("r1"), None);
+        assert_eq!(invoked_at("20261305T093459Z-vm"), None, "month 13");
     }
 }
