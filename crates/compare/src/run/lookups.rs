@@ -3,9 +3,9 @@
 //! bench/peers/metadata/lookup-bench.mjs under Bun (bun:sqlite) and Node (node:sqlite). All three walk the
 //! same id and region sequence over the same file and print the same JSON line; the found count and the
 //! bytes built must agree across runtimes, or the run does not count. Each run then times a tenth as many
-//! single-row inserts into a new file of its own (the insert half of the post's bun:sqlite against node:sqlite), and the
-//! table read back must agree too. Pinned to the server cores, one run per round per runtime, the order
-//! rotated like the rounds.
+//! single-row inserts into a new file of its own (the insert half of the post's bun:sqlite against
+//! node:sqlite), and the table read back must agree too. Pinned to the server cores, one run per round per
+//! runtime, the order rotated like the rounds.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -135,10 +135,12 @@ pub fn run(rt: Runtime, paths: &Paths, bench: &Bench, data: &MetadataData, itera
             if run.iterations != iterations {
                 rec.void_because(format!("ran {} lookups, not {iterations}", run.iterations));
             }
-            match run.inserts {
-                Some(i) if i.inserts == inserts(iterations) => {}
-                Some(i) => rec.void_because(format!("ran {} inserts, not {}", i.inserts, inserts(iterations))),
-                None => rec.void_because("its output has no insert fields"),
+            // Fewer than ten lookups ask for no inserts, and the loop then prints no insert fields.
+            match (run.inserts, inserts(iterations)) {
+                (None, 0) => {}
+                (Some(i), asked) if i.inserts == asked => {}
+                (Some(i), asked) => rec.void_because(format!("ran {} inserts, not {asked}", i.inserts)),
+                (None, _) => rec.void_because("its output has no insert fields"),
             }
             rec.duration_s = Some(run.seconds);
             rec.lookups = Some(run);
