@@ -24,6 +24,8 @@ command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 # compare calibrate's test runs wrk beside loadgen.
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
+# HTTP/2: loadgen's and the peers' tests and compare calibrate run h2load and nghttp beside them.
+command -v h2load >/dev/null 2>&1 && command -v nghttp >/dev/null 2>&1 || need+=(nghttp2-client)
 # tests/tests/sql_injection.rs runs bounded sqlmap scans against scribe-rs.
 command -v sqlmap >/dev/null 2>&1 || need+=(sqlmap)
 # compare's tests/html_report.rs renders the HTML report in Debian's headless Chromium.

@@ -1,8 +1,9 @@
-//! One HTTP/1.1 connection, served as every listener here serves it: hyper's settings, the socket deadlines
+//! One connection, served as every listener here serves it: hyper's HTTP/1.1 settings, the socket deadlines
 //! ([`IdleIo`]) and the adapter in front of the app ([`ConnService`]: 413 and 501 refusals before the body is
 //! read, `Limited` bodies, the peer address, the request tracked as in flight). The worker's accept loop and
 //! [`serve_connection`] (for a connection accepted elsewhere, e.g. the fuzz target's in-memory pipe) both build
-//! it with [`connection`], so there is one setup.
+//! it with [`connection`], so there is one setup. An HTTP/2 connection (crate::http2) is built from the same
+//! parts ([`parts`]) with the deadlines that fit a multiplexed connection ([`ConnHandle::poll_http2_deadline`]).
 
 use std::cell::{Cell, RefCell};
 use std::convert::Infallible;
@@ -66,22 +67,76 @@ where
     I: AsyncRead + AsyncWrite + Unpin + 'static,
     S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
 {
-    let conn = Rc::new(ConnState::new(limits));
+    let (io, service, _) = parts(io, peer, limits, app, false);
+    http.serve_connection(io, service)
+}
+
+/// The socket behind its deadlines and the app behind the adapter, sharing one [`ConnState`]; `http2` picks
+/// the deadlines of a multiplexed connection. The handle is what the connection's driver checks them with.
+pub(crate) fn parts<I, S>(
+    io: I,
+    peer: SocketAddr,
+    limits: &Limits,
+    app: S,
+    http2: bool,
+) -> (TokioIo<IdleIo<I>>, ConnService<S>, ConnHandle)
+where
+    I: AsyncRead + AsyncWrite + Unpin + 'static,
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
+{
+    let conn = Rc::new(ConnState::new(limits, http2));
     let io = TokioIo::new(IdleIo { io, conn: conn.clone() });
     let service = ConnService {
         app: RefCell::new(app),
-        conn,
+        conn: conn.clone(),
         body_limit: limits.body_limit,
         peer: limits.peer_addr.then_some(PeerAddr(peer)),
     };
-    http.serve_connection(io, service)
+    (io, service, ConnHandle(conn))
+}
+
+/// What the driver of an HTTP/2 connection needs of its [`ConnState`]: whether a deadline of the connection as
+/// a whole has passed.
+pub(crate) struct ConnHandle(Rc<ConnState>);
+
+impl ConnHandle {
+    /// HTTP/2's connection-wide deadlines, which hyper's HTTP/2 has none of. Ready with the reason once one
+    /// passed; the driver then closes the connection with a GOAWAY.
+    /// * idle: no stream in flight for `--keep-alive-timeout` (a preface or a HEADERS frame cut short is idle
+    ///   too: no stream exists until its header block is complete);
+    /// * stalled: a response is waiting to be written and no byte has been written for `--io-timeout`: the
+    ///   client keeps its flow-control window at zero or stopped reading. Request bytes do not count as
+    ///   progress here, so a client cannot hold responses forever by trickling PINGs.
+    ///
+    /// A handler that does not answer, or a body that stops arriving, is the stream's own stall
+    /// ([`ConnFuture`]), as in HTTP/1.1.
+    pub(crate) fn poll_http2_deadline(&self, cx: &mut Context<'_>) -> Poll<&'static str> {
+        let conn = &*self.0;
+        let (deadline, why) = if conn.responding.get() > 0 {
+            (conn.written_at.get() + conn.deadlines.stall, "responses stalled: nothing written within the io timeout")
+        } else if conn.in_flight.get() == 0 {
+            (conn.idle_since.get() + conn.deadlines.keep_alive, "keep-alive idle timeout")
+        } else {
+            // Handlers at work: the driver is polled again when the last of them finishes (`parked`).
+            conn.parked.set(Some(cx.waker().clone()));
+            return Poll::Pending;
+        };
+        conn.poll_until(cx, deadline).map(|()| why)
+    }
 }
 
 /// Per-connection bookkeeping shared by the IO wrapper and the service: whether a request is in flight, since
 /// when the connection has been waiting for one, when the first byte of the next head arrived, the request's
 /// data-rate window, and the one timer every deadline of the connection shares.
 struct ConnState {
+    /// HTTP/2: reads carry frames of many streams, so the per-read deadlines of HTTP/1.1 do not apply (see
+    /// [`ConnHandle::poll_http2_deadline`] for what does).
+    http2: bool,
     in_flight: Cell<u32>,
+    /// Requests whose handler has answered and whose response is still being written.
+    responding: Cell<u32>,
+    /// HTTP/2: when a write last moved bytes.
+    written_at: Cell<Instant>,
     idle_since: Cell<Instant>,
     head_started: Cell<Option<Instant>>,
     /// While a request is in flight: since when no byte has moved (None while bytes flow).
@@ -112,10 +167,13 @@ struct Deadlines {
 }
 
 impl ConnState {
-    fn new(limits: &Limits) -> Self {
+    fn new(limits: &Limits, http2: bool) -> Self {
         let first = limits.keep_alive_timeout.min(limits.header_timeout);
         ConnState {
+            http2,
             in_flight: Cell::new(0),
+            responding: Cell::new(0),
+            written_at: Cell::new(Instant::now()),
             idle_since: Cell::new(Instant::now()),
             head_started: Cell::new(None),
             stalled_since: Cell::new(None),
@@ -191,6 +249,9 @@ impl ConnState {
     /// and count toward the window.
     fn received(&self, n: usize) {
         self.stalled_since.set(None);
+        if self.http2 {
+            return;
+        }
         match self.window.get() {
             Some((start, bytes)) => self.window.set(Some((start, bytes + n as u64))),
             None if self.in_flight.get() == 0 => {
@@ -203,25 +264,45 @@ impl ConnState {
     }
 }
 
-/// Marks a request in flight until its response body has been written (or dropped).
-pub(crate) struct InFlight(Rc<ConnState>);
+/// Marks a request in flight until its response body has been written (or dropped), and as responding once
+/// the handler has answered.
+pub(crate) struct InFlight {
+    conn: Rc<ConnState>,
+    responding: bool,
+}
 
 impl InFlight {
     fn new(conn: Rc<ConnState>) -> Self {
         conn.in_flight.set(conn.in_flight.get() + 1);
         conn.head_started.set(None);
         conn.stalled_since.set(None);
-        InFlight(conn)
+        InFlight { conn, responding: false }
+    }
+
+    /// The handler answered: its response is now waiting to be written.
+    fn answered(mut self) -> Self {
+        let conn = &*self.conn;
+        if conn.http2 && conn.responding.get() == 0 {
+            // The write deadline counts from the first response waiting, not from a write long before it.
+            conn.written_at.set(Instant::now());
+        }
+        conn.responding.set(conn.responding.get() + 1);
+        self.responding = true;
+        self
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.set(self.0.in_flight.get() - 1);
-        self.0.idle_since.set(Instant::now());
-        self.0.stalled_since.set(None);
-        self.0.window.set(None);
-        if let Some(waker) = self.0.parked.take() {
+        if self.responding {
+            self.conn.responding.set(self.conn.responding.get() - 1);
+        }
+        let conn = &*self.conn;
+        conn.in_flight.set(conn.in_flight.get() - 1);
+        conn.idle_since.set(Instant::now());
+        conn.stalled_since.set(None);
+        conn.window.set(None);
+        if let Some(waker) = conn.parked.take() {
             waker.wake();
         }
     }
@@ -260,6 +341,9 @@ pub(crate) struct IdleIo<I> {
 impl<I: AsyncWrite + Unpin> IdleIo<I> {
     fn poll_read_deadline(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
         let conn = &*self.conn;
+        if conn.http2 {
+            return Poll::Pending;
+        }
         let head = conn.in_flight.get() == 0 && conn.head_started.get().is_some();
         if let Poll::Ready(e) = conn.poll_rate(cx) {
             return Poll::Ready(self.refuse_head(cx, head, e));
@@ -302,6 +386,9 @@ impl<I: AsyncWrite + Unpin> IdleIo<I> {
             Poll::Ready(Ok(n)) if n > 0 => {
                 self.conn.stalled_since.set(None);
                 self.conn.write_blocked.set(false);
+                if self.conn.http2 {
+                    self.conn.written_at.set(Instant::now());
+                }
                 Poll::Ready(Ok(n))
             }
             Poll::Pending => {
@@ -383,8 +470,9 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for IdleIo<I> {
 /// Adapts the app's tower service to hyper for one connection: rejects bodies declared over the limit before
 /// reading them, limits the rest while streaming, and tracks the request as in flight.
 pub(crate) struct ConnService<S> {
-    /// The connection's own copy of the app, called in place: hyper calls one request at a time per HTTP/1
-    /// connection, so no per-request clone of the layer stack is needed.
+    /// The connection's own copy of the app, called in place: hyper calls the service from the connection's
+    /// task, one call at a time (HTTP/1.1: one request at a time; HTTP/2: each stream's call returns a future
+    /// that runs on its own task and holds no borrow), so no per-request clone of the layer stack is needed.
     app: RefCell<S>,
     conn: Rc<ConnState>,
     body_limit: u64,
@@ -474,12 +562,13 @@ where
         };
         match (polled, in_flight.take()) {
             (Poll::Ready(Some(response)), Some(in_flight)) => {
+                let in_flight = in_flight.answered();
                 Poll::Ready(Ok(response.map(|body| TrackedBody { body, _in_flight: in_flight })))
             }
             // A handler that has not answered: with half-close on, hyper does not read while it waits, so this
             // is where a handler that never answers meets the stall deadline.
             (Poll::Pending, Some(flight)) => {
-                let stalled = flight.0.poll_stall(cx, "handler stalled: no answer within the io timeout");
+                let stalled = flight.conn.poll_stall(cx, "handler stalled: no answer within the io timeout");
                 *in_flight = Some(flight);
                 match stalled {
                     Poll::Ready(e) => Poll::Ready(Err(e)),
@@ -575,7 +664,7 @@ mod tests {
     }
 
     fn idle_io(accept: usize) -> IdleIo<Recorder> {
-        IdleIo { io: Recorder { calls: Vec::new(), accept }, conn: Rc::new(ConnState::new(&Limits::default())) }
+        IdleIo { io: Recorder { calls: Vec::new(), accept }, conn: Rc::new(ConnState::new(&Limits::default(), false)) }
     }
 
     fn write_vectored(io: &mut IdleIo<Recorder>, bufs: &[&[u8]]) -> usize {

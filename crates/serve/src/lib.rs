@@ -17,11 +17,13 @@
 mod body;
 mod cli;
 mod connection;
+mod http2;
 mod limits;
 mod listen;
 mod reply;
 mod response;
 mod server;
+mod serving;
 mod signal;
 mod telemetry;
 mod tls;
@@ -29,7 +31,7 @@ mod tls;
 pub use body::{Body, BodyError, BoxError, RequestBody, read_body};
 pub use cli::{EXIT_CONFIG, command_with_env, exit_config, parse_or_exit};
 pub use connection::{PeerAddr, serve_connection};
-pub use limits::{Limits, ServeArgs};
+pub use limits::{Http2Limits, Limits, ServeArgs};
 pub use listen::bind_reuseport;
 pub use reply::{Handled, Handler, Reply};
 pub use response::{

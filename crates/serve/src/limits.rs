@@ -50,7 +50,37 @@ pub struct ServeArgs {
     /// With TLS: keep a session cache (stateful resumption), on or off.
     #[arg(long, default_value = "on", value_name = "on|off", value_parser = on_off, action = clap::ArgAction::Set)]
     pub tls_session_cache: bool,
+    /// HTTP/2, on or off. On: with TLS, ALPN offers h2 before http/1.1; in cleartext, a connection that opens
+    /// with the HTTP/2 preface (prior knowledge, h2c) speaks HTTP/2 and any other speaks HTTP/1.1, on one port.
+    /// Off: HTTP/1.1 only (ALPN offers http/1.1 alone, so a client offering only h2 gets a TLS alert).
+    #[arg(long, default_value = "on", value_name = "on|off", value_parser = on_off, action = clap::ArgAction::Set)]
+    pub http2: bool,
+    /// HTTP/2: streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); a client
+    /// that opens more gets them refused.
+    #[arg(long, default_value_t = Http2Limits::DEFAULT.max_streams, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub http2_max_streams: u32,
+    /// HTTP/2: each stream's initial flow-control window in bytes (how much of a request body a client may
+    /// send before the handler reads it).
+    #[arg(long, default_value_t = Http2Limits::DEFAULT.stream_window, value_parser = clap::value_parser!(u32).range(65_535..=WINDOW_MAX))]
+    pub http2_stream_window: u32,
+    /// HTTP/2: the connection's flow-control window in bytes (request body bytes buffered across all its
+    /// streams).
+    #[arg(long, default_value_t = Http2Limits::DEFAULT.connection_window, value_parser = clap::value_parser!(u32).range(65_535..=WINDOW_MAX))]
+    pub http2_connection_window: u32,
+    /// HTTP/2: seconds between keep-alive PINGs on a connection that has been quiet that long; 0 sends none.
+    #[arg(long, default_value_t = Http2Limits::DEFAULT.keep_alive_interval.as_secs())]
+    pub http2_keep_alive_interval: u64,
+    /// HTTP/2: seconds a keep-alive PING may go unanswered before the connection is closed.
+    #[arg(long, default_value_t = Http2Limits::DEFAULT.keep_alive_timeout.as_secs())]
+    pub http2_keep_alive_timeout: u64,
+    /// HTTP/2: streams a client may open and reset before the server has processed them, at once, before
+    /// the connection is closed with GOAWAY ENHANCE_YOUR_CALM (the bound on a rapid-reset attack).
+    #[arg(long, default_value_t = Http2Limits::DEFAULT.max_pending_resets, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub http2_max_pending_resets: u32,
 }
+
+/// The largest flow-control window HTTP/2 allows (2^31 - 1).
+const WINDOW_MAX: i64 = (1 << 31) - 1;
 
 fn on_off(text: &str) -> Result<bool, String> {
     match text {
@@ -74,6 +104,14 @@ impl ServeArgs {
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
             peer_addr: false,
             tls: self.tls(),
+            http2: self.http2.then(|| Http2Limits {
+                max_streams: self.http2_max_streams,
+                stream_window: self.http2_stream_window,
+                connection_window: self.http2_connection_window,
+                keep_alive_interval: Duration::from_secs(self.http2_keep_alive_interval),
+                keep_alive_timeout: Duration::from_secs(self.http2_keep_alive_timeout.max(1)),
+                max_pending_resets: self.http2_max_pending_resets,
+            }),
         }
     }
 
@@ -104,6 +142,44 @@ pub struct Limits {
     pub peer_addr: bool,
     /// Serve HTTPS with these files (loaded and checked when the server starts); None: plain HTTP.
     pub tls: Option<TlsSettings>,
+    /// Serve HTTP/2 beside HTTP/1.1 with these limits; None: HTTP/1.1 only. The header list is bounded by
+    /// `max_header_bytes`, as an HTTP/1.1 head is, and the idle, header and shutdown deadlines apply as they
+    /// do to HTTP/1.1 (crate::http2 says how).
+    pub http2: Option<Http2Limits>,
+}
+
+/// HTTP/2's own limits (`--http2-*`). The defaults are nginx's and hyper's where those agree, and a
+/// benchmark's needs where they do not: 128 streams (nginx's `http2_max_concurrent_streams`; hyper's 200),
+/// 1 MiB windows (hyper's; h2's 64 KiB would stall a 1 MiB upload for a round trip per 64 KiB), a PING after
+/// 20 s of quiet answered within 20 s (hyper's timeout; its interval is off by default, which leaves a dead
+/// peer's connection open until the idle deadline), and 20 pending resets (h2's own default, the bound its
+/// authors chose for CVE-2023-44487).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http2Limits {
+    pub max_streams: u32,
+    pub stream_window: u32,
+    pub connection_window: u32,
+    /// Zero: no keep-alive PING.
+    pub keep_alive_interval: Duration,
+    pub keep_alive_timeout: Duration,
+    pub max_pending_resets: u32,
+}
+
+impl Http2Limits {
+    pub const DEFAULT: Http2Limits = Http2Limits {
+        max_streams: 128,
+        stream_window: 1024 * 1024,
+        connection_window: 1024 * 1024,
+        keep_alive_interval: Duration::from_secs(20),
+        keep_alive_timeout: Duration::from_secs(20),
+        max_pending_resets: 20,
+    };
+}
+
+impl Default for Http2Limits {
+    fn default() -> Self {
+        Http2Limits::DEFAULT
+    }
 }
 
 impl Limits {
@@ -127,6 +203,7 @@ impl Default for Limits {
             shutdown_timeout: Duration::from_secs(10),
             peer_addr: false,
             tls: None,
+            http2: Some(Http2Limits::DEFAULT),
         }
     }
 }

@@ -1,21 +1,34 @@
 use std::convert::Infallible;
 use std::io;
-use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use hyper_util::server::graceful::GracefulShutdown;
-use tokio::io::Interest;
+use hyper::server::conn::{http1, http2};
+use tokio::io::{AsyncRead, AsyncWrite, Interest};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 use tower::Service;
 
-use crate::connection::{connection, http1_builder};
+use crate::connection::{http1_builder, parts};
+use crate::http2::{LocalExec, http2_builder};
+use crate::serving::{Live, Protocol, Serving};
 use crate::{Limits, Request, Response, ShutdownSignal, Tls};
+
+/// What a client that speaks HTTP/2 by prior knowledge sends first (RFC 9113 §3.4). No HTTP/1.1 request starts
+/// with it: `PRI` is a method reserved so that none does.
+const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Every connection of a worker is set up from this: hyper's builders and the limits.
+struct Setup {
+    http1: http1::Builder,
+    /// None: HTTP/2 is off.
+    http2: Option<http2::Builder<LocalExec>>,
+    limits: Limits,
+}
 
 /// A running server: one thread per listener. Dropping it shuts down gracefully, like [`Server::shutdown`].
 ///
@@ -45,7 +58,8 @@ impl Server {
     {
         let tls = match &limits.tls {
             Some(settings) => Some(Arc::new(
-                Tls::load(settings).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?,
+                Tls::load(settings, limits.http2.is_some())
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?,
             )),
             None => None,
         };
@@ -145,7 +159,10 @@ pub fn serve_until_signal<F, S>(
     let tls = limits
         .tls
         .as_ref()
-        .map(|settings| Arc::new(Tls::load(settings).unwrap_or_else(|e| crate::exit_config(&e.to_string()))));
+        .map(|settings| {
+            Tls::load(settings, limits.http2.is_some()).unwrap_or_else(|e| crate::exit_config(&e.to_string()))
+        })
+        .map(Arc::new);
     // Before the banner: a SIGTERM right after readiness is announced must be graceful, not the default kill.
     let signals =
         ShutdownSignal::install(tls.is_some()).unwrap_or_else(|e| fail(format!("cannot install signal handlers: {e}")));
@@ -173,8 +190,9 @@ async fn worker<S>(
     S::Future: 'static,
 {
     // Shared by the worker's connections, so a connection waiting for its first byte holds one pointer to it.
-    let setup = Rc::new((http1_builder(&limits), limits));
-    let graceful = GracefulShutdown::new();
+    let http2 = limits.http2.as_ref().map(|h2| http2_builder(&limits, h2));
+    let setup = Rc::new(Setup { http1: http1_builder(&limits), http2, limits });
+    let live = Live::default();
     loop {
         tokio::select! {
             biased;
@@ -182,22 +200,25 @@ async fn worker<S>(
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    let (setup, app, watcher, mut stop) = (setup.clone(), app.clone(), graceful.watcher(), stopped.clone());
+                    let (setup, app, live, mut stop) = (setup.clone(), app.clone(), live.clone(), stopped.clone());
                     let tls = tls.clone();
                     tokio::task::spawn_local(async move {
-                        let (http, limits) = &*setup;
+                        let limits = &setup.limits;
                         // The handshake, like a request head, must be done within the header timeout of the accept.
                         let deadline = tokio::time::Instant::now() + limits.header_timeout;
-                        if !first_byte(&stream, limits.keep_alive_timeout, &mut stop).await {
+                        // In cleartext the first bytes say which protocol; with TLS, ALPN does.
+                        let sniff = tls.is_none() && setup.http2.is_some();
+                        let Some(h2c) = first_bytes(&stream, limits.keep_alive_timeout, sniff, &mut stop).await else {
                             return;
-                        }
+                        };
                         let served = match tls {
-                            None => Box::pin(watcher.watch(connection(http, stream, peer, limits, app))).await,
+                            None => serve(&setup, stream, peer, app, h2c, stop, &live).await,
                             Some(acceptor) => {
                                 let Some(stream) = handshake(&acceptor, stream, deadline, &mut stop).await else {
                                     return;
                                 };
-                                Box::pin(watcher.watch(connection(http, stream, peer, limits, app))).await
+                                let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+                                serve(&setup, stream, peer, app, h2, stop, &live).await
                             }
                         };
                         if let Err(e) = served {
@@ -214,34 +235,83 @@ async fn worker<S>(
         }
     }
     drop(listener);
-    let (_, limits) = &*setup;
-    if tokio::time::timeout(limits.shutdown_timeout, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(setup.limits.shutdown_timeout, live.drained()).await.is_err() {
         tracing::warn!("shutdown deadline passed with connections still open; closing them");
     }
 }
 
-/// Waits for a new connection's first byte (or its end) before hyper gets it, so a connection that sends
+/// Serves one connection (after the TLS handshake, if any) in HTTP/2 when `h2` and HTTP/2 is on, in HTTP/1.1
+/// otherwise, until it ends or the server's shutdown has closed it.
+async fn serve<I, S>(
+    setup: &Setup,
+    io: I,
+    peer: SocketAddr,
+    app: S,
+    h2: bool,
+    mut stop: watch::Receiver<bool>,
+    live: &Live,
+) -> Result<(), hyper::Error>
+where
+    I: AsyncRead + AsyncWrite + Unpin + 'static,
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
+    S::Future: 'static,
+{
+    let protocol = match (&setup.http2, h2) {
+        (Some(http), true) => {
+            let (io, service, handle) = parts(io, peer, &setup.limits, app, true);
+            Protocol::Http2 { conn: http.serve_connection(io, service), handle }
+        }
+        _ => {
+            let (io, service, _) = parts(io, peer, &setup.limits, app, false);
+            Protocol::Http1 { conn: setup.http1.serve_connection(io, service) }
+        }
+    };
+    let stop = Box::pin(async move {
+        let _ = stop.changed().await;
+    });
+    Box::pin(Serving::new(protocol, stop, live)).await
+}
+
+/// Waits for a new connection's first bytes (or its end) before hyper gets it, so a connection that sends
 /// nothing costs its socket and this small task rather than hyper's state and 8 KiB read buffer (about 11 KiB
-/// in all). False when the keep-alive deadline or the shutdown comes first: the connection is dropped.
-async fn first_byte(stream: &TcpStream, within: Duration, stopped: &mut watch::Receiver<bool>) -> bool {
+/// in all). With `sniff` (cleartext, HTTP/2 on) it reads as far as it takes to tell the HTTP/2 preface from an
+/// HTTP/1.1 request: Some(true) for the preface, Some(false) for anything else (or the end of the stream, or an
+/// error, which hyper then meets). None when the keep-alive deadline or the shutdown comes first: the
+/// connection is dropped.
+async fn first_bytes(
+    stream: &TcpStream,
+    within: Duration,
+    sniff: bool,
+    stopped: &mut watch::Receiver<bool>,
+) -> Option<bool> {
     let deadline = tokio::time::sleep(within);
     tokio::pin!(deadline);
-    let mut probe = [MaybeUninit::<u8>::uninit()];
+    let mut probe = [0u8; PREFACE.len()];
+    let wanted = if sniff { PREFACE.len() } else { 1 };
     loop {
         // A peek through tokio's readiness: usually the request is already there (clients write it right after
-        // connecting) and this is the only syscall. Would-block clears the readiness tokio assumes for an
-        // accepted stream, so `readable` below waits for the kernel's event instead of returning at once.
-        let peeked = stream.try_io(Interest::READABLE, || socket2::SockRef::from(stream).peek(&mut probe));
+        // connecting) and this is the only syscall, whatever the protocol. Would-block clears the readiness
+        // tokio assumes for an accepted stream, so `readable` below waits for the kernel's event instead of
+        // returning at once; a preface only partly in is reported as would-block for the same reason.
+        let peeked = stream.try_io(Interest::READABLE, || {
+            let (n, _) = rustix::net::recv(stream, &mut probe[..wanted], rustix::net::RecvFlags::PEEK)?;
+            let seen = &probe[..n];
+            if sniff && !seen.is_empty() && PREFACE.starts_with(seen) {
+                return if n == PREFACE.len() { Ok(true) } else { Err(io::ErrorKind::WouldBlock.into()) };
+            }
+            Ok(false)
+        });
         match peeked {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            // Data, end of stream or an error: hyper reads it and acts.
-            _ => return true,
+            Ok(h2c) => return Some(h2c),
+            // An error: hyper meets it too, and acts.
+            Err(_) => return Some(false),
         }
         tokio::select! {
             biased;
-            _ = stopped.changed() => return false,
-            ready = stream.readable() => if ready.is_err() { return true },
-            () = &mut deadline => return false,
+            _ = stopped.changed() => return None,
+            ready = stream.readable() => if ready.is_err() { return Some(false) },
+            () = &mut deadline => return None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! TLS for every server (rustls on aws-lc-rs): the certificate and key from PEM files, TLS 1.3 and 1.2,
-//! ALPN `http/1.1`, session resumption by tickets and by a session cache (each can be turned off), and the
-//! certificate swapped in place on SIGHUP.
+//! ALPN `h2` and `http/1.1` (`http/1.1` alone with HTTP/2 off), session resumption by tickets and by a session
+//! cache (each can be turned off), and the certificate swapped in place on SIGHUP.
 //!
 //! Why a resolver rather than a fixed certificate in the config: a reload replaces what new handshakes get
 //! without rebuilding the config, so the ticket key and the session cache survive it, and connections already
@@ -63,7 +63,10 @@ impl fmt::Debug for Tls {
 
 impl Tls {
     /// Reads and checks the files: each readable and holding what it should, the key matching the certificate.
-    pub fn load(settings: &TlsSettings) -> Result<Tls, TlsError> {
+    /// With `http2`, ALPN offers `h2` before `http/1.1`; without, `http/1.1` alone, so a client that offers
+    /// only `h2` is refused with an alert (no_application_protocol) rather than answered in a protocol it did
+    /// not ask for.
+    pub fn load(settings: &TlsSettings, http2: bool) -> Result<Tls, TlsError> {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let current = Arc::new(CurrentCert(RwLock::new(certified_key(settings, &provider)?)));
         let mut config = ServerConfig::builder_with_provider(provider.clone())
@@ -71,7 +74,8 @@ impl Tls {
             .map_err(TlsError::Setup)?
             .with_no_client_auth()
             .with_cert_resolver(current.clone());
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols =
+            if http2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
         config.session_storage = if settings.session_cache {
             ServerSessionMemoryCache::new(SESSION_CACHE_ENTRIES)
         } else {

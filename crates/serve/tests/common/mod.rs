@@ -26,6 +26,7 @@ pub fn test_limits() -> Limits {
         shutdown_timeout: Duration::from_secs(2),
         peer_addr: false,
         tls: None,
+        http2: Some(serve::Http2Limits::DEFAULT),
     }
 }
 
