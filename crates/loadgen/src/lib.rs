@@ -17,8 +17,8 @@
 // and follows them (`per_second`); `worker` is one thread's event loop on an `engine` (`uring` or `epoll`, either
 // under `tls`, configured by `tls_config`, which gives each worker its `session_store`, and says what each
 // `handshake` negotiated) over its connection slots (`conn`), sending what `source` renders at the pace of `rate`
-// (`open_loop` keeps the schedule, the sends waiting and the free connections), parsing with `http1` and checking
-// `assertions`; `stats` is what a worker counts, `report`
+// (`open_loop` keeps the schedule, the sends waiting and the free connections), parsing with `http1` (over HTTP/2,
+// `h2`'s sans-I/O client on `h2_frame`'s frames) and checking `assertions`; `stats` is what a worker counts, `report`
 // what a run adds up to, `render` its text, `merge` several reports in one. Imports only point down this order, so
 // each module can be read (and tested) without the ones above it.
 
@@ -28,6 +28,8 @@ pub mod cli;
 mod conn;
 mod engine;
 mod epoll;
+pub mod h2;
+pub mod h2_frame;
 mod handshake;
 pub mod http1;
 pub mod log_chart;

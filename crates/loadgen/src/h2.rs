@@ -1,0 +1,1907 @@
+//! The HTTP/2 client side of one connection, sans-I/O: the worker hands it the bytes it read and a write
+//! buffer, and it hands back events. It speaks h2 over TLS (after ALPN chose "h2") and h2c by prior knowledge
+//! alike: it never sees the socket or TLS, only the bytes inside them.
+//!
+//! How the worker drives it:
+//! * [`Client::start`] once the connection is ready: the preface, our SETTINGS and the connection's
+//!   WINDOW_UPDATE go into the write buffer.
+//! * [`Client::open`] for each request while [`Client::can_open`]: the request, rendered as HTTP/1.1 by
+//!   `source` exactly as for HTTP/1.1 connections, becomes a HEADERS frame (CONTINUATION when the block is
+//!   larger than the server's frame size) and DATA frames for its body. It returns the stream id: 1, 3, 5…
+//!   in the order of the calls, so the worker can key its per-request records by it.
+//! * [`Client::receive`] with what was read: it consumes whole frames only and says how many bytes it took;
+//!   the worker keeps the rest and calls again when more arrive (as with `http1::ResponseParser`). What the
+//!   protocol requires in reply (SETTINGS and PING ACKs, WINDOW_UPDATEs, request body that now fits the
+//!   server's windows) is appended to the write buffer, and what happened is reported through the callback.
+//!
+//! Every opened stream ends in exactly one of [`Event::Done`], [`Event::Reset`] (the server's RST_STREAM),
+//! [`Event::StreamError`] (the client reset it: the server broke the protocol on it) or
+//! [`Event::Unprocessed`] (above a GOAWAY's last stream id: never processed, safe to retry), unless the worker
+//! cancels it ([`Client::cancel`], for a timeout) or the connection fails (`receive` returns a [`ConnError`]:
+//! every stream still open is lost; [`Client::in_flight`] says how many).
+//!
+//! Choices:
+//! * Windows: 2^30-1 per stream and for the connection by default, as h2load does, so a load test measures
+//!   the server rather than our flow control. The connection's window starts at 65,535 whatever SETTINGS say,
+//!   so `start` raises it with a WINDOW_UPDATE. Received DATA is replenished once half of a window has been
+//!   consumed (the data is handed over at once, so consumed means received): the server never stalls on us.
+//! * HPACK decoding: `loona-hpack`, a maintained fork of hpack-rs that passes h2spec and decodes Huffman
+//!   strings (the original `hpack` crate has had no release since 2015). Responses are decoded into reused
+//!   buffers and handed over as `&[httparse::Header]`, the type the worker's assertions take. The decoder
+//!   allocates for the literal fields it indexes (the crate's table owns its entries).
+//! * HPACK encoding: our own `FieldEncoder`, not loona-hpack's. Its encoder never indexes a field whose name
+//!   is in the static table (`:authority`, `:path`, `user-agent`, `accept`…), so every request would carry
+//!   those values as literals again. Ours indexes every field that fits the table, so a repeated request
+//!   costs a byte per field (about a dozen bytes), reuses evicted entries' buffers, and writes straight into
+//!   the write buffer. No Huffman coding: it would cost CPU per request to save bytes only on first use.
+//! * Allocation: none per request in steady state. Streams' records (and the request body buffered behind a
+//!   closed window) are reused, header blocks are encoded straight into the write buffer, and DATA is never
+//!   buffered: it is handed over as [`Event::Data`].
+//! * Bounds against a hostile server: frames larger than our SETTINGS_MAX_FRAME_SIZE are refused from their
+//!   header (so the worker buffers at most one frame), header blocks and decoded header lists are capped at
+//!   `max_header_list` bytes and a block at [`MAX_CONTINUATIONS`] CONTINUATION frames, the HPACK table at 4,096
+//!   bytes; what we write in reply is at most proportional to what we consumed.
+//! * Errors: a connection error writes a GOAWAY with its code (best effort) and returns [`ConnError`]; the
+//!   client is then dead and says so on every later call. A malformed response (no `:status`, pseudo-headers
+//!   it should not have, a body that disagrees with `content-length`, DATA before the head…) or a stream-level
+//!   flow control error resets only its stream.
+//!
+//! Not supported: server push (refused by SETTINGS_ENABLE_PUSH=0; a PUSH_PROMISE is a connection error),
+//! priorities (PRIORITY frames and fields are parsed and ignored), CONNECT and extended CONNECT, a request
+//! body other than the one its Content-Length announces (no chunked request bodies), padding our own frames.
+
+use std::ops::Range;
+
+use loona_hpack::decoder::DecoderError;
+use std::collections::VecDeque;
+
+use loona_hpack::Decoder;
+
+use crate::h2_frame::{self as frame, Frame};
+
+/// The largest stream id a client can use.
+pub const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+/// CONTINUATION frames allowed in one header block: legitimate servers send a handful (a 64 KiB block in
+/// 16 KiB frames is four); a flood of empty ones would otherwise keep the client in one block forever.
+pub const MAX_CONTINUATIONS: u32 = 256;
+/// Our HPACK decoder's table: the RFC's default, so SETTINGS_HEADER_TABLE_SIZE is never sent.
+const DECODER_TABLE: usize = 4096;
+/// Our HPACK encoder's table at most (the server's SETTINGS_HEADER_TABLE_SIZE can only lower it).
+const ENCODER_TABLE: u32 = 4096;
+/// Request headers `open` reads at most (as `source` does for replayed requests).
+const MAX_REQUEST_HEADERS: usize = 64;
+
+/// `:scheme`: "https" over TLS, "http" for h2c.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scheme {
+    #[default]
+    Http,
+    Https,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub scheme: Scheme,
+    /// SETTINGS_INITIAL_WINDOW_SIZE: how much each stream may receive before we replenish (at most 2^31-1).
+    pub stream_window: u32,
+    /// The connection's receive window (at least 65,535, its fixed initial value; at most 2^31-1).
+    pub connection_window: u32,
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: a response's header list (names, values and 32 bytes per field) and
+    /// its compressed block may not exceed it.
+    pub max_header_list: u32,
+    /// SETTINGS_MAX_FRAME_SIZE (16,384 to 2^24-1): the largest frame we accept, and so the most the worker
+    /// ever buffers of an incomplete frame (plus its 9-byte header).
+    pub max_frame_size: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            scheme: Scheme::Http,
+            stream_window: (1 << 30) - 1,
+            connection_window: (1 << 30) - 1,
+            max_header_list: 64 * 1024,
+            max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
+        }
+    }
+}
+
+/// The server's SETTINGS as they stand (the RFC's initial values until it sends them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerSettings {
+    pub header_table_size: u32,
+    /// What the server said (false unless it sent 0; a server may not send 1, that is a connection error).
+    pub enable_push: bool,
+    /// None: unlimited.
+    pub max_concurrent_streams: Option<u32>,
+    pub initial_window_size: u32,
+    pub max_frame_size: u32,
+    /// None: unlimited (advisory anyway).
+    pub max_header_list_size: Option<u32>,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        ServerSettings {
+            header_table_size: 4096,
+            enable_push: false,
+            max_concurrent_streams: None,
+            initial_window_size: frame::DEFAULT_WINDOW,
+            max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
+            max_header_list_size: None,
+        }
+    }
+}
+
+/// What `receive` reports, borrowing from the input and the client's scratch buffers.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// The server's SETTINGS, each time a SETTINGS frame arrives, with every value as it now stands.
+    Settings(ServerSettings),
+    /// The final response head (1xx interim heads are skipped and counted). Field names are lower case.
+    Head { stream: u32, status: u16, headers: &'a [httparse::Header<'a>] },
+    /// Response body bytes, as they arrive (padding removed). Never empty.
+    Data { stream: u32, bytes: &'a [u8] },
+    /// The response is complete (END_STREAM, on DATA, HEADERS or trailers); `body_len` is the sum of its
+    /// `Data` events' lengths. Trailers are checked and dropped.
+    Done { stream: u32, status: u16, body_len: u64 },
+    /// The server reset the stream (RST_STREAM). REFUSED_STREAM means it was not processed at all.
+    Reset { stream: u32, code: u32 },
+    /// The server broke the protocol on this stream (a malformed response, flow control); the client reset
+    /// it (RST_STREAM with `code` went into the write buffer, unless the server had ended the stream).
+    StreamError { stream: u32, code: u32, reason: &'static str },
+    /// The server is going away: no new streams on this connection (`can_open` is false from now on). Streams
+    /// up to `last_stream` may still complete; those above it follow as `Unprocessed`. A server closing
+    /// gracefully sends two: first with last_stream 2^31-1, then with the real one.
+    GoAway { last_stream: u32, code: u32, debug: &'a [u8] },
+    /// The stream is above a GOAWAY's last stream id: the server never processed it and will not answer.
+    Unprocessed { stream: u32 },
+}
+
+/// Protocol facts about one connection, for the report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub streams_opened: u64,
+    /// `Done` events.
+    pub responses: u64,
+    /// `Reset` events (RST_STREAM from the server on a stream still open), refusals included.
+    pub resets_received: u64,
+    /// Of those, REFUSED_STREAM.
+    pub refused: u64,
+    /// `StreamError` events: streams the client reset because of the server.
+    pub stream_errors: u64,
+    /// Streams the worker cancelled.
+    pub cancelled: u64,
+    /// `Unprocessed` events.
+    pub unprocessed: u64,
+    pub goaways: u64,
+    /// 1xx heads skipped.
+    pub interim_responses: u64,
+    /// SETTINGS frames from the server, ACKs not counted.
+    pub settings_received: u64,
+    /// SETTINGS ACKs from the server (ours acknowledged).
+    pub settings_acked: u64,
+    /// PINGs from the server (answered), ACKs not counted.
+    pub pings_received: u64,
+    pub window_updates_received: u64,
+    pub window_updates_sent: u64,
+    /// DATA payload received, padding included (what flow control counts).
+    pub data_bytes_received: u64,
+}
+
+/// The connection is over: a protocol error (ours to report: a GOAWAY with `code` went into the write buffer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("HTTP/2 connection error {}: {reason}", frame::error_name(*code))]
+pub struct ConnError {
+    pub code: u32,
+    pub reason: &'static str,
+}
+
+/// Why `open` refused a request. Nothing was written and no stream id was used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("no HTTP/2 stream available (not started, concurrency limit, GOAWAY, ids exhausted or failed)")]
+    NoStream,
+    #[error("not one complete HTTP/1.1 request")]
+    Invalid,
+    #[error("request with more than {MAX_REQUEST_HEADERS} headers")]
+    TooManyHeaders,
+    #[error("request with an invalid Content-Length")]
+    ContentLength,
+    #[error("request bytes after the Content-Length body (a chunked body is not supported over HTTP/2)")]
+    Trailing,
+    #[error("CONNECT is not supported over HTTP/2")]
+    Connect,
+}
+
+/// Where a stream's response stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Response {
+    /// No final head yet (1xx heads may have come).
+    #[default]
+    Head,
+    /// The final head came: DATA, then END_STREAM or trailers.
+    Body,
+}
+
+/// One open stream. Closed ones go back to `Client::spare` with their buffer.
+#[derive(Debug, Default)]
+struct Stream {
+    id: u32,
+    /// A HEAD request: no body whatever `content-length` says.
+    head_request: bool,
+    response: Response,
+    status: u16,
+    content_length: Option<u64>,
+    body_len: u64,
+    /// What we may still send on it (can go negative when the server lowers its initial window).
+    send_window: i64,
+    /// What the server may still send on it.
+    recv_window: i64,
+    /// Received since our last WINDOW_UPDATE for it.
+    recv_unacked: u32,
+    /// Request body bytes waiting for window, from `body_at` on.
+    body: Vec<u8>,
+    body_at: usize,
+    /// END_STREAM sent: the request is complete.
+    local_closed: bool,
+}
+
+/// What `receive` knows of a stream id.
+enum Known {
+    Open(usize),
+    /// Ours, and over: frames on it are ignored (they were in flight).
+    Closed,
+    /// Never opened (or the server's, and it may not open any): a frame on it is a protocol error.
+    Idle,
+}
+
+/// A HEADERS frame without END_HEADERS: CONTINUATION frames for `stream` follow.
+#[derive(Debug, Clone, Copy)]
+struct Continuing {
+    stream: u32,
+    end_stream: bool,
+    frames: u32,
+}
+
+/// What a decoded header block says, beyond its regular fields (kept in `Client::fields`).
+#[derive(Debug, Default)]
+struct Decoded {
+    status: Option<u16>,
+    content_length: Option<u64>,
+    /// The block decoded but breaks HTTP/2's rules for a response: the stream is reset.
+    malformed: Option<&'static str>,
+    /// Over `max_header_list`: a connection error.
+    too_large: bool,
+}
+
+pub struct Client {
+    config: Config,
+    server: ServerSettings,
+    encoder: FieldEncoder,
+    /// The encoder's table size and the smallest it had since the last header block we sent: both must be
+    /// signalled at the start of the next block when they differ from what the server last heard (RFC 7541
+    /// §4.2).
+    encoder_table: u32,
+    table_low: u32,
+    table_signalled: u32,
+    decoder: Decoder<'static>,
+    started: bool,
+    /// A SETTINGS frame came (the first frame the server sends must be one).
+    server_spoke: bool,
+    streams: Vec<Stream>,
+    spare: Vec<Stream>,
+    /// Streams with request body waiting for window.
+    blocked: usize,
+    next_id: u32,
+    /// Connection windows: what we may send, what the server may send, what it sent since our last update.
+    send_window: i64,
+    recv_window: i64,
+    recv_unacked: u32,
+    /// The last stream id and code of the GOAWAYs received (the lowest last stream id).
+    goaway: Option<(u32, u32)>,
+    failed: Option<ConnError>,
+    continuing: Option<Continuing>,
+    /// A header block arriving in several frames.
+    block: Vec<u8>,
+    /// The decoded regular fields: their bytes, and each one's name and value ranges in them.
+    field_bytes: Vec<u8>,
+    fields: Vec<(Range<usize>, Range<usize>)>,
+    /// The allocation the `Head` event's header slice is built in (see `recycle`).
+    header_list: Vec<httparse::Header<'static>>,
+    /// A lower-cased request header name; the tail of a header block that needs CONTINUATION frames.
+    name_scratch: Vec<u8>,
+    block_scratch: Vec<u8>,
+    counts: Counts,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.server)
+            .field("in_flight", &self.streams.len())
+            .field("next_id", &self.next_id)
+            .field("goaway", &self.goaway)
+            .field("failed", &self.failed)
+            .field("counts", &self.counts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client for one connection. Out-of-range settings are brought into range (see [`Config`]).
+    pub fn new(config: Config) -> Client {
+        let config = Config {
+            stream_window: config.stream_window.min(frame::MAX_WINDOW),
+            connection_window: config.connection_window.clamp(frame::DEFAULT_WINDOW, frame::MAX_WINDOW),
+            max_frame_size: config.max_frame_size.clamp(frame::DEFAULT_MAX_FRAME_SIZE, frame::MAX_FRAME_SIZE_LIMIT),
+            ..config
+        };
+        let mut decoder = Decoder::new();
+        decoder.set_max_allowed_table_size(DECODER_TABLE);
+        Client {
+            server: ServerSettings::default(),
+            encoder: FieldEncoder::new(ENCODER_TABLE as usize),
+            encoder_table: ENCODER_TABLE,
+            table_low: ENCODER_TABLE,
+            table_signalled: ENCODER_TABLE,
+            decoder,
+            started: false,
+            server_spoke: false,
+            streams: Vec::new(),
+            spare: Vec::new(),
+            blocked: 0,
+            next_id: 1,
+            send_window: i64::from(frame::DEFAULT_WINDOW),
+            recv_window: i64::from(frame::DEFAULT_WINDOW),
+            recv_unacked: 0,
+            goaway: None,
+            failed: None,
+            continuing: None,
+            block: Vec::new(),
+            field_bytes: Vec::new(),
+            fields: Vec::new(),
+            header_list: Vec::new(),
+            name_scratch: Vec::new(),
+            block_scratch: Vec::new(),
+            counts: Counts::default(),
+            config,
+        }
+    }
+
+    /// Writes the connection preface: the magic, our SETTINGS (push off, our stream window, header list and
+    /// frame size) and the WINDOW_UPDATE that raises the connection window from its fixed 65,535. Requests
+    /// may be opened right after, without waiting for the server's SETTINGS (its limits apply when they come).
+    pub fn start(&mut self, out: &mut Vec<u8>) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        out.extend_from_slice(frame::PREFACE);
+        let c = &self.config;
+        let settings = [
+            (frame::SETTINGS_ENABLE_PUSH, 0),
+            (frame::SETTINGS_INITIAL_WINDOW_SIZE, c.stream_window),
+            (frame::SETTINGS_MAX_HEADER_LIST_SIZE, c.max_header_list),
+            (frame::SETTINGS_MAX_FRAME_SIZE, c.max_frame_size),
+        ];
+        let n = if c.max_frame_size == frame::DEFAULT_MAX_FRAME_SIZE { 3 } else { 4 };
+        frame::write_settings(out, &settings[..n]);
+        let raise = c.connection_window - frame::DEFAULT_WINDOW;
+        if raise > 0 {
+            frame::write_window_update(out, 0, raise);
+            self.counts.window_updates_sent += 1;
+        }
+        self.recv_window = i64::from(c.connection_window);
+    }
+
+    /// A request may be opened now: started, under the server's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited
+    /// until it says; streams opened beyond a limit that arrived later still complete), no GOAWAY received,
+    /// stream ids left, and the connection has not failed.
+    pub fn can_open(&self) -> bool {
+        self.started
+            && self.failed.is_none()
+            && self.goaway.is_none()
+            && self.next_id <= MAX_STREAM_ID
+            && self.server.max_concurrent_streams.is_none_or(|max| self.streams.len() < max as usize)
+    }
+
+    /// Streams opened and not yet ended (by a response, a reset, a GOAWAY or `cancel`).
+    pub fn in_flight(&self) -> usize {
+        self.streams.len()
+    }
+
+    pub fn streams_opened(&self) -> u64 {
+        self.counts.streams_opened
+    }
+
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    pub fn server_settings(&self) -> ServerSettings {
+        self.server
+    }
+
+    /// The lowest last stream id and the last error code of the GOAWAYs received, if any.
+    pub fn goaway(&self) -> Option<(u32, u32)> {
+        self.goaway
+    }
+
+    /// The connection error that ended this client, if one did.
+    pub fn failed(&self) -> Option<ConnError> {
+        self.failed
+    }
+
+    /// Opens a stream for `request`, one complete HTTP/1.1 request as `source` renders it (request line,
+    /// headers, blank line, a body of Content-Length bytes). The request line gives `:method` and `:path`,
+    /// Host gives `:authority`, the scheme comes from the config; connection-specific headers (Connection,
+    /// Keep-Alive, Proxy-Connection, Transfer-Encoding, Upgrade, and TE unless it is "trailers") are dropped,
+    /// names lower-cased. HEADERS (and CONTINUATION) go into `out`, then as much of the body as the server's
+    /// windows allow; the rest is sent by `receive` as WINDOW_UPDATEs arrive. Returns the stream id.
+    pub fn open(&mut self, out: &mut Vec<u8>, request: &[u8]) -> Result<u32, RequestError> {
+        if !self.can_open() {
+            return Err(RequestError::NoStream);
+        }
+        let mut headers = [httparse::EMPTY_HEADER; MAX_REQUEST_HEADERS];
+        let mut req = httparse::Request::new(&mut headers);
+        let head_len = match req.parse(request) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Err(httparse::Error::TooManyHeaders) => return Err(RequestError::TooManyHeaders),
+            Ok(httparse::Status::Partial) | Err(_) => return Err(RequestError::Invalid),
+        };
+        let (Some(method), Some(path)) = (req.method, req.path) else { return Err(RequestError::Invalid) };
+        if method == "CONNECT" {
+            return Err(RequestError::Connect);
+        }
+        let mut body_len: Option<usize> = None;
+        for h in req.headers.iter().filter(|h| h.name.eq_ignore_ascii_case("content-length")) {
+            let value = trim(h.value);
+            let n = std::str::from_utf8(value)
+                .ok()
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<usize>().ok())
+                .ok_or(RequestError::ContentLength)?;
+            if body_len.is_some_and(|l| l != n) {
+                return Err(RequestError::ContentLength);
+            }
+            body_len = Some(n);
+        }
+        let body_end = head_len.checked_add(body_len.unwrap_or(0)).ok_or(RequestError::ContentLength)?;
+        let body = request.get(head_len..body_end).ok_or(RequestError::ContentLength)?;
+        if request.len() != body_end {
+            return Err(RequestError::Trailing);
+        }
+
+        let id = self.next_id;
+        let frame_at = out.len();
+        frame::write_header(out, 0, frame::HEADERS, 0, id);
+        let block_at = out.len();
+        self.signal_table_size(out);
+        let scheme: &[u8] = match self.config.scheme {
+            Scheme::Http => b"http",
+            Scheme::Https => b"https",
+        };
+        self.encoder.encode(b":method", method.as_bytes(), out);
+        self.encoder.encode(b":scheme", scheme, out);
+        if let Some(host) = req.headers.iter().find(|h| h.name.eq_ignore_ascii_case("host")) {
+            self.encoder.encode(b":authority", trim(host.value), out);
+        }
+        self.encoder.encode(b":path", path.as_bytes(), out);
+        for h in req.headers.iter() {
+            if !forwarded(h) {
+                continue;
+            }
+            self.name_scratch.clear();
+            self.name_scratch.extend(h.name.bytes().map(|b| b.to_ascii_lowercase()));
+            self.encoder.encode(&self.name_scratch, trim(h.value), out);
+        }
+        let end_stream = if body.is_empty() { frame::END_STREAM } else { 0 };
+        let max = self.server.max_frame_size as usize;
+        let block_len = out.len() - block_at;
+        if block_len <= max {
+            patch_header(out, frame_at, block_len, end_stream | frame::END_HEADERS);
+        } else {
+            // Rare (a block over 16 KiB): the tail moves out of the way and comes back in CONTINUATION frames.
+            self.block_scratch.clear();
+            self.block_scratch.extend_from_slice(&out[block_at + max..]);
+            out.truncate(block_at + max);
+            patch_header(out, frame_at, max, end_stream);
+            let pieces = self.block_scratch.len().div_ceil(max);
+            for (k, piece) in self.block_scratch.chunks(max).enumerate() {
+                let flags = if k + 1 == pieces { frame::END_HEADERS } else { 0 };
+                frame::write_continuation(out, id, flags, piece);
+            }
+        }
+
+        let mut stream = self.spare.pop().unwrap_or_default();
+        stream.id = id;
+        stream.head_request = method == "HEAD";
+        stream.response = Response::Head;
+        stream.status = 0;
+        stream.content_length = None;
+        stream.body_len = 0;
+        stream.send_window = i64::from(self.server.initial_window_size);
+        stream.recv_window = i64::from(self.config.stream_window);
+        stream.recv_unacked = 0;
+        stream.body.clear();
+        stream.body_at = 0;
+        stream.local_closed = body.is_empty();
+        if !body.is_empty() {
+            let sent = send_data(&mut stream, &mut self.send_window, max, body, out);
+            if sent < body.len() {
+                stream.body.extend_from_slice(&body[sent..]);
+                self.blocked += 1;
+            }
+        }
+        self.streams.push(stream);
+        self.next_id += 2;
+        self.counts.streams_opened += 1;
+        Ok(id)
+    }
+
+    /// Gives a stream up (a timeout): RST_STREAM CANCEL goes into `out` and the stream is forgotten; what the
+    /// server still sends on it is ignored. False when the stream is not open.
+    pub fn cancel(&mut self, out: &mut Vec<u8>, stream: u32) -> bool {
+        let Known::Open(i) = self.find(stream) else { return false };
+        frame::write_rst_stream(out, stream, frame::CANCEL);
+        self.close(i);
+        self.counts.cancelled += 1;
+        true
+    }
+
+    /// Says goodbye before the worker closes the connection: GOAWAY NO_ERROR (we accept no streams, so the
+    /// last stream id is 0). The client cannot open streams afterwards.
+    pub fn shutdown(&mut self, out: &mut Vec<u8>) {
+        if self.started && self.failed.is_none() {
+            frame::write_goaway(out, 0, frame::NO_ERROR, b"");
+        }
+        self.goaway.get_or_insert((0, frame::NO_ERROR));
+    }
+
+    /// Consumes the whole frames at the start of `input` (an incomplete one is left for the next call, with
+    /// more bytes after it) and returns how many bytes that was. Replies go into `out`, events to `on_event`.
+    /// On a connection error, a GOAWAY goes into `out` and the error comes back, now and on every later call.
+    pub fn receive(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        on_event: &mut impl FnMut(Event<'_>),
+    ) -> Result<usize, ConnError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let mut at = 0;
+        loop {
+            let rest = &input[at..];
+            if !self.server_spoke
+                && let Some(h) = frame::FrameHeader::parse(rest)
+                && (h.kind != frame::SETTINGS || h.has(frame::ACK))
+            {
+                return Err(self.fail(out, frame::PROTOCOL_ERROR, "the server's first frame is not SETTINGS"));
+            }
+            let (frame, used) = match frame::parse(rest, self.config.max_frame_size) {
+                Ok(Some(parsed)) => parsed,
+                Ok(None) => break,
+                Err(e) => return Err(self.fail(out, e.code, e.reason)),
+            };
+            if let Err(e) = self.on_frame(frame, out, on_event) {
+                return Err(self.fail(out, e.code, e.reason));
+            }
+            at += used;
+        }
+        if self.blocked > 0 {
+            self.send_blocked(out);
+        }
+        Ok(at)
+    }
+
+    fn fail(&mut self, out: &mut Vec<u8>, code: u32, reason: &'static str) -> ConnError {
+        // The last stream id is the server's highest stream we processed: it may open none.
+        frame::write_goaway(out, 0, code, reason.as_bytes());
+        let e = ConnError { code, reason };
+        self.failed = Some(e);
+        self.continuing = None;
+        e
+    }
+
+    fn on_frame(
+        &mut self,
+        frame: Frame<'_>,
+        out: &mut Vec<u8>,
+        on_event: &mut impl FnMut(Event<'_>),
+    ) -> Result<(), ConnError> {
+        if let Some(mut continuing) = self.continuing {
+            let Frame::Continuation { stream, end_headers, block } = frame else {
+                return Err(conn_error(frame::PROTOCOL_ERROR, "a frame other than CONTINUATION inside a header block"));
+            };
+            if stream != continuing.stream {
+                return Err(conn_error(frame::PROTOCOL_ERROR, "CONTINUATION on another stream"));
+            }
+            continuing.frames += 1;
+            if continuing.frames > MAX_CONTINUATIONS {
+                return Err(conn_error(frame::ENHANCE_YOUR_CALM, "too many CONTINUATION frames in one header block"));
+            }
+            self.append_block(block)?;
+            if !end_headers {
+                self.continuing = Some(continuing);
+                return Ok(());
+            }
+            self.continuing = None;
+            let block = std::mem::take(&mut self.block);
+            let done = self.on_header_block(continuing.stream, continuing.end_stream, &block, out, on_event);
+            self.block = block;
+            self.block.clear();
+            return done;
+        }
+        match frame {
+            Frame::Data { stream, end_stream, data, flow_len } => {
+                self.on_data(stream, end_stream, data, flow_len, out, on_event)
+            }
+            Frame::Headers { stream, end_stream, end_headers: true, block, .. } => {
+                self.on_header_block(stream, end_stream, block, out, on_event)
+            }
+            Frame::Headers { stream, end_stream, end_headers: false, block, .. } => {
+                self.block.clear();
+                self.append_block(block)?;
+                self.continuing = Some(Continuing { stream, end_stream, frames: 0 });
+                Ok(())
+            }
+            Frame::Priority { .. } | Frame::Unknown { .. } => Ok(()),
+            Frame::RstStream { stream, code } => match self.find(stream) {
+                Known::Idle => Err(conn_error(frame::PROTOCOL_ERROR, "RST_STREAM on an idle stream")),
+                Known::Closed => Ok(()),
+                Known::Open(i) => {
+                    self.close(i);
+                    self.counts.resets_received += 1;
+                    self.counts.refused += u64::from(code == frame::REFUSED_STREAM);
+                    on_event(Event::Reset { stream, code });
+                    Ok(())
+                }
+            },
+            Frame::Settings { ack: true, .. } => {
+                self.counts.settings_acked += 1;
+                Ok(())
+            }
+            Frame::Settings { ack: false, payload } => self.on_settings(payload, out, on_event),
+            Frame::PushPromise { .. } => {
+                Err(conn_error(frame::PROTOCOL_ERROR, "PUSH_PROMISE although SETTINGS_ENABLE_PUSH is 0"))
+            }
+            Frame::Ping { ack: true, .. } => Ok(()),
+            Frame::Ping { ack: false, data } => {
+                frame::write_ping(out, true, data);
+                self.counts.pings_received += 1;
+                Ok(())
+            }
+            Frame::GoAway { last_stream, code, debug } => {
+                self.on_goaway(last_stream, code, debug, on_event);
+                Ok(())
+            }
+            Frame::WindowUpdate { stream, increment } => self.on_window_update(stream, increment, out, on_event),
+            Frame::Continuation { .. } => {
+                Err(conn_error(frame::PROTOCOL_ERROR, "CONTINUATION without a header block to continue"))
+            }
+        }
+    }
+
+    fn append_block(&mut self, fragment: &[u8]) -> Result<(), ConnError> {
+        if self.block.len() + fragment.len() > self.config.max_header_list as usize {
+            return Err(conn_error(frame::ENHANCE_YOUR_CALM, "header block larger than our max header list"));
+        }
+        self.block.extend_from_slice(fragment);
+        Ok(())
+    }
+
+    fn find(&self, id: u32) -> Known {
+        if id.is_multiple_of(2) || id >= self.next_id {
+            return Known::Idle;
+        }
+        match self.streams.binary_search_by_key(&id, |s| s.id) {
+            Ok(i) => Known::Open(i),
+            Err(_) => Known::Closed,
+        }
+    }
+
+    /// Forgets stream `i`, keeping its record (and body buffer) for the next `open`.
+    fn close(&mut self, i: usize) {
+        let stream = self.streams.remove(i);
+        if stream.body_at < stream.body.len() {
+            self.blocked -= 1;
+        }
+        self.spare.push(stream);
+    }
+
+    /// Resets stream `i` because the server broke the protocol on it (no RST_STREAM when the server had
+    /// already ended the stream: it is closed on both sides).
+    fn stream_error(
+        &mut self,
+        i: usize,
+        code: u32,
+        reason: &'static str,
+        ended: bool,
+        out: &mut Vec<u8>,
+        on_event: &mut impl FnMut(Event<'_>),
+    ) {
+        let stream = self.streams[i].id;
+        if !ended {
+            frame::write_rst_stream(out, stream, code);
+        }
+        self.close(i);
+        self.counts.stream_errors += 1;
+        on_event(Event::StreamError { stream, code, reason });
+    }
+
+    /// The server ended stream `i`: the response is complete if its body agrees with its content-length.
+    fn finish(&mut self, i: usize, out: &mut Vec<u8>, on_event: &mut impl FnMut(Event<'_>)) {
+        let s = &self.streams[i];
+        let bodiless = s.head_request || s.status == 204 || s.status == 304;
+        if !bodiless && s.content_length.is_some_and(|n| n != s.body_len) {
+            return self.stream_error(
+                i,
+                frame::PROTOCOL_ERROR,
+                "body length differs from content-length",
+                true,
+                out,
+                on_event,
+            );
+        }
+        let (stream, status, body_len) = (s.id, s.status, s.body_len);
+        if !s.local_closed {
+            // The server answered before the whole request body went out: stop sending it (RFC 9113 §8.1).
+            frame::write_rst_stream(out, stream, frame::CANCEL);
+        }
+        self.close(i);
+        self.counts.responses += 1;
+        on_event(Event::Done { stream, status, body_len });
+    }
+
+    fn on_data(
+        &mut self,
+        stream: u32,
+        end_stream: bool,
+        data: &[u8],
+        flow_len: u32,
+        out: &mut Vec<u8>,
+        on_event: &mut impl FnMut(Event<'_>),
+    ) -> Result<(), ConnError> {
+        // The connection window counts every DATA frame, also those on streams already over.
+        let flow = i64::from(flow_len);
+        if flow > self.recv_window {
+            return Err(conn_error(frame::FLOW_CONTROL_ERROR, "DATA beyond the connection window"));
+        }
+        self.recv_window -= flow;
+        self.recv_unacked += flow_len;
+        self.counts.data_bytes_received += u64::from(flow_len);
+        if self.recv_unacked >= self.config.connection_window / 2 {
+            frame::write_window_update(out, 0, self.recv_unacked);
+            self.recv_window += i64::from(self.recv_unacked);
+            self.recv_unacked = 0;
+            self.counts.window_updates_sent += 1;
+        }
+        let i = match self.find(stream) {
+            Known::Idle => return Err(conn_error(frame::PROTOCOL_ERROR, "DATA on an idle stream")),
+            Known::Closed => return Ok(()),
+            Known::Open(i) => i,
+        };
+        let s = &mut self.streams[i];
+        if flow > s.recv_window {
+            self.stream_error(i, frame::FLOW_CONTROL_ERROR, "DATA beyond the stream window", end_stream, out, on_event);
+            return Ok(());
+        }
+        s.recv_window -= flow;
+        s.recv_unacked += flow_len;
+        if s.response != Response::Body {
+            self.stream_error(i, frame::PROTOCOL_ERROR, "DATA before the response head", end_stream, out, on_event);
+            return Ok(());
+        }
+        if !data.is_empty() && (s.head_request || s.status == 204 || s.status == 304) {
+            let reason = "DATA in a response that has no body";
+            self.stream_error(i, frame::PROTOCOL_ERROR, reason, end_stream, out, on_event);
+            return Ok(());
+        }
+        s.body_len += data.len() as u64;
+        if !data.is_empty() {
+            on_event(Event::Data { stream, bytes: data });
+        }
+        if end_stream {
+            self.finish(i, out, on_event);
+            return Ok(());
+        }
+        let s = &mut self.streams[i];
+        if s.recv_unacked >= self.config.stream_window / 2 && s.recv_unacked > 0 {
+            frame::write_window_update(out, stream, s.recv_unacked);
+            s.recv_window += i64::from(s.recv_unacked);
+            s.recv_unacked = 0;
+            self.counts.window_updates_sent += 1;
+        }
+        Ok(())
+    }
+
+    fn on_header_block(
+        &mut self,
+        stream: u32,
+        end_stream: bool,
+        block: &[u8],
+        out: &mut Vec<u8>,
+        on_event: &mut impl FnMut(Event<'_>),
+    ) -> Result<(), ConnError> {
+        // Decoded even when the stream is over: the HPACK table must see every block the server encoded.
+        let decoded = self.decode(block)?;
+        let i = match self.find(stream) {
+            Known::Idle => return Err(conn_error(frame::PROTOCOL_ERROR, "HEADERS on an idle stream")),
+            Known::Closed => return Ok(()),
+            Known::Open(i) => i,
+        };
+        if let Some(reason) = decoded.malformed {
+            self.stream_error(i, frame::PROTOCOL_ERROR, reason, end_stream, out, on_event);
+            return Ok(());
+        }
+        if self.streams[i].response == Response::Body {
+            // Trailers: they end the stream and carry no pseudo-header.
+            let reason = if !end_stream {
+                "HEADERS after the response head without END_STREAM"
+            } else if decoded.status.is_some() {
+                "pseudo-header in trailers"
+            } else {
+                self.finish(i, out, on_event);
+                return Ok(());
+            };
+            self.stream_error(i, frame::PROTOCOL_ERROR, reason, end_stream, out, on_event);
+            return Ok(());
+        }
+        let status = match decoded.status {
+            None => Err("response without :status"),
+            Some(101) => Err("101 Switching Protocols in HTTP/2"),
+            Some(100..=199) if end_stream => Err("1xx response with END_STREAM"),
+            Some(100..=199) => {
+                self.counts.interim_responses += 1;
+                return Ok(());
+            }
+            Some(status) => Ok(status),
+        };
+        let status = match status {
+            Ok(status) => status,
+            Err(reason) => {
+                self.stream_error(i, frame::PROTOCOL_ERROR, reason, end_stream, out, on_event);
+                return Ok(());
+            }
+        };
+        let s = &mut self.streams[i];
+        s.response = Response::Body;
+        s.status = status;
+        s.content_length = decoded.content_length;
+        let mut headers = recycle(std::mem::take(&mut self.header_list));
+        for (name, value) in &self.fields {
+            // Names were checked to be printable ASCII while decoding.
+            let name = std::str::from_utf8(&self.field_bytes[name.clone()]).unwrap_or("");
+            headers.push(httparse::Header { name, value: &self.field_bytes[value.clone()] });
+        }
+        on_event(Event::Head { stream, status, headers: &headers });
+        self.header_list = recycle(headers);
+        if end_stream {
+            self.finish(i, out, on_event);
+        }
+        Ok(())
+    }
+
+    /// Decodes a whole header block into `field_bytes` and `fields` (regular fields) and what its
+    /// pseudo-headers and content-length say.
+    fn decode(&mut self, block: &[u8]) -> Result<Decoded, ConnError> {
+        let Client { decoder, field_bytes, fields, config, .. } = self;
+        field_bytes.clear();
+        fields.clear();
+        let limit = config.max_header_list as usize;
+        let mut d = Decoded::default();
+        let mut size = 0usize;
+        let mut regular = false;
+        let malformed = |d: &mut Decoded, why: &'static str| {
+            d.malformed.get_or_insert(why);
+        };
+        let decoded = decoder.decode_with_cb(block, |name, value| {
+            size += name.len() + value.len() + 32;
+            if size > limit {
+                d.too_large = true;
+                return;
+            }
+            if let Some(pseudo) = name.strip_prefix(b":") {
+                if regular {
+                    malformed(&mut d, "pseudo-header after a regular field");
+                } else if pseudo != b"status" {
+                    malformed(&mut d, "pseudo-header other than :status in a response");
+                } else if d.status.is_some() {
+                    malformed(&mut d, "two :status fields");
+                } else {
+                    match &value[..] {
+                        &[a, b, c] if [a, b, c].iter().all(u8::is_ascii_digit) && a != b'0' => {
+                            d.status = Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'));
+                        }
+                        _ => malformed(&mut d, "invalid :status"),
+                    }
+                }
+                return;
+            }
+            regular = true;
+            if name.is_empty() || name.iter().any(|&b| b <= b' ' || b >= 0x7f || b.is_ascii_uppercase() || b == b':') {
+                malformed(&mut d, "invalid field name");
+                return;
+            }
+            if value.iter().any(|&b| b == 0 || b == b'\r' || b == b'\n') {
+                malformed(&mut d, "invalid field value");
+                return;
+            }
+            if &name[..] == b"content-length" {
+                let n = std::str::from_utf8(trim(&value))
+                    .ok()
+                    .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|v| v.parse::<u64>().ok());
+                match n {
+                    Some(n) if d.content_length.is_none_or(|l| l == n) => d.content_length = Some(n),
+                    _ => malformed(&mut d, "invalid content-length"),
+                }
+            }
+            let name_at = field_bytes.len();
+            field_bytes.extend_from_slice(&name);
+            let value_at = field_bytes.len();
+            field_bytes.extend_from_slice(&value);
+            fields.push((name_at..value_at, value_at..field_bytes.len()));
+        });
+        if let Err(e) = decoded {
+            let reason = match e {
+                DecoderError::HeaderIndexOutOfBounds => "HPACK index beyond the tables",
+                DecoderError::InvalidMaxDynamicSize => "HPACK table size update over 4,096 bytes",
+                DecoderError::SizeUpdateAtEnd => "HPACK table size update at the end of a block",
+                _ => "HPACK block does not decode",
+            };
+            return Err(conn_error(frame::COMPRESSION_ERROR, reason));
+        }
+        if d.too_large {
+            return Err(conn_error(frame::PROTOCOL_ERROR, "header list larger than our SETTINGS_MAX_HEADER_LIST_SIZE"));
+        }
+        Ok(d)
+    }
+
+    fn on_settings(
+        &mut self,
+        payload: &[u8],
+        out: &mut Vec<u8>,
+        on_event: &mut impl FnMut(Event<'_>),
+    ) -> Result<(), ConnError> {
+        for (id, value) in frame::settings(payload) {
+            match id {
+                frame::SETTINGS_HEADER_TABLE_SIZE => {
+                    self.server.header_table_size = value;
+                    let size = value.min(ENCODER_TABLE);
+                    self.encoder_table = size;
+                    self.table_low = self.table_low.min(size);
+                }
+                frame::SETTINGS_ENABLE_PUSH => match value {
+                    0 => self.server.enable_push = false,
+                    1 => return Err(conn_error(frame::PROTOCOL_ERROR, "a server may not set SETTINGS_ENABLE_PUSH")),
+                    _ => return Err(conn_error(frame::PROTOCOL_ERROR, "SETTINGS_ENABLE_PUSH neither 0 nor 1")),
+                },
+                frame::SETTINGS_MAX_CONCURRENT_STREAMS => self.server.max_concurrent_streams = Some(value),
+                frame::SETTINGS_INITIAL_WINDOW_SIZE => {
+                    if value > frame::MAX_WINDOW {
+                        return Err(conn_error(frame::FLOW_CONTROL_ERROR, "SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1"));
+                    }
+                    // Every open stream's window moves by the difference (§6.9.2), possibly below zero.
+                    let delta = i64::from(value) - i64::from(self.server.initial_window_size);
+                    for s in &mut self.streams {
+                        s.send_window += delta;
+                        if s.send_window > i64::from(frame::MAX_WINDOW) {
+                            let reason = "SETTINGS_INITIAL_WINDOW_SIZE took a stream window over 2^31-1";
+                            return Err(conn_error(frame::FLOW_CONTROL_ERROR, reason));
+                        }
+                    }
+                    self.server.initial_window_size = value;
+                }
+                frame::SETTINGS_MAX_FRAME_SIZE => {
+                    if !(frame::DEFAULT_MAX_FRAME_SIZE..=frame::MAX_FRAME_SIZE_LIMIT).contains(&value) {
+                        return Err(conn_error(frame::PROTOCOL_ERROR, "SETTINGS_MAX_FRAME_SIZE out of range"));
+                    }
+                    self.server.max_frame_size = value;
+                }
+                frame::SETTINGS_MAX_HEADER_LIST_SIZE => self.server.max_header_list_size = Some(value),
+                _ => {} // unknown settings are ignored (§6.5.2)
+            }
+        }
+        self.server_spoke = true;
+        self.counts.settings_received += 1;
+        frame::write_settings_ack(out);
+        on_event(Event::Settings(self.server));
+        Ok(())
+    }
+
+    fn on_goaway(&mut self, last_stream: u32, code: u32, debug: &[u8], on_event: &mut impl FnMut(Event<'_>)) {
+        self.counts.goaways += 1;
+        let last = self.goaway.map_or(last_stream, |(prev, _)| prev.min(last_stream));
+        self.goaway = Some((last, code));
+        on_event(Event::GoAway { last_stream, code, debug });
+        let from = self.streams.partition_point(|s| s.id <= last);
+        while self.streams.len() > from {
+            let stream = self.streams[from].id;
+            self.close(from);
+            self.counts.unprocessed += 1;
+            on_event(Event::Unprocessed { stream });
+        }
+    }
+
+    fn on_window_update(
+        &mut self,
+        stream: u32,
+        increment: u32,
+        out: &mut Vec<u8>,
+        on_event: &mut impl FnMut(Event<'_>),
+    ) -> Result<(), ConnError> {
+        self.counts.window_updates_received += 1;
+        if stream == 0 {
+            if increment == 0 {
+                return Err(conn_error(frame::PROTOCOL_ERROR, "WINDOW_UPDATE of 0 on the connection"));
+            }
+            self.send_window += i64::from(increment);
+            if self.send_window > i64::from(frame::MAX_WINDOW) {
+                return Err(conn_error(frame::FLOW_CONTROL_ERROR, "connection send window over 2^31-1"));
+            }
+            return Ok(());
+        }
+        let i = match self.find(stream) {
+            Known::Idle => return Err(conn_error(frame::PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream")),
+            Known::Closed => return Ok(()),
+            Known::Open(i) => i,
+        };
+        if increment == 0 {
+            self.stream_error(i, frame::PROTOCOL_ERROR, "WINDOW_UPDATE of 0", false, out, on_event);
+            return Ok(());
+        }
+        let s = &mut self.streams[i];
+        s.send_window += i64::from(increment);
+        if s.send_window > i64::from(frame::MAX_WINDOW) {
+            self.stream_error(i, frame::FLOW_CONTROL_ERROR, "stream send window over 2^31-1", false, out, on_event);
+        }
+        Ok(())
+    }
+
+    /// Sends the request body that waited for window, oldest stream first, as far as the windows now allow.
+    fn send_blocked(&mut self, out: &mut Vec<u8>) {
+        let max = self.server.max_frame_size as usize;
+        for stream in &mut self.streams {
+            if self.send_window <= 0 {
+                break;
+            }
+            if stream.body_at >= stream.body.len() {
+                continue;
+            }
+            let body = std::mem::take(&mut stream.body);
+            let from = stream.body_at;
+            stream.body_at += send_data(stream, &mut self.send_window, max, &body[from..], out);
+            stream.body = body;
+            if stream.body_at == stream.body.len() {
+                stream.body.clear();
+                stream.body_at = 0;
+                self.blocked -= 1;
+            }
+        }
+    }
+
+    /// Before the first field of a header block: the encoder's table size changes the server has not heard
+    /// of, the smallest first (RFC 7541 §4.2), applied to the encoder as they are announced.
+    fn signal_table_size(&mut self, out: &mut Vec<u8>) {
+        if self.table_low < self.table_signalled {
+            self.encoder.set_max(self.table_low as usize);
+            table_size_update(out, self.table_low);
+            self.table_signalled = self.table_low;
+        }
+        if self.encoder_table != self.table_signalled {
+            self.encoder.set_max(self.encoder_table as usize);
+            table_size_update(out, self.encoder_table);
+            self.table_signalled = self.encoder_table;
+        }
+        self.table_low = self.encoder_table;
+    }
+}
+
+/// Writes as much of `data` (the rest of `stream`'s body) as the stream's and the connection's windows and
+/// the frame size allow, END_STREAM on the frame that ends it; returns the bytes sent.
+fn send_data(stream: &mut Stream, conn_window: &mut i64, max_frame: usize, data: &[u8], out: &mut Vec<u8>) -> usize {
+    let mut sent = 0;
+    while sent < data.len() {
+        let room = stream.send_window.min(*conn_window).min(max_frame as i64);
+        if room <= 0 {
+            break;
+        }
+        let n = (data.len() - sent).min(room as usize);
+        let last = sent + n == data.len();
+        frame::write_data(out, stream.id, if last { frame::END_STREAM } else { 0 }, &data[sent..sent + n]);
+        stream.send_window -= n as i64;
+        *conn_window -= n as i64;
+        sent += n;
+        stream.local_closed = last;
+    }
+    sent
+}
+
+/// A header that goes into the HTTP/2 request as a regular field: not Host (it became `:authority`), not a
+/// connection-specific header (RFC 9113 §8.2.2), which HTTP/2 forbids.
+fn forwarded(h: &httparse::Header<'_>) -> bool {
+    let name = h.name;
+    let dropped = ["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
+    if dropped.iter().any(|d| name.eq_ignore_ascii_case(d)) {
+        return false;
+    }
+    !name.eq_ignore_ascii_case("te") || trim(h.value).eq_ignore_ascii_case(b"trailers")
+}
+
+/// A few entries of HPACK's static table (RFC 7541 Appendix A) with their indexes: the pseudo-header values
+/// requests use most and the names of common request headers. A field that matches none is sent as a literal
+/// once and found in the dynamic table afterwards, so the rest of the static table would only save bytes on
+/// first use.
+const STATIC: &[(usize, &[u8], &[u8])] = &[
+    (1, b":authority", b""),
+    (2, b":method", b"GET"),
+    (3, b":method", b"POST"),
+    (4, b":path", b"/"),
+    (6, b":scheme", b"http"),
+    (7, b":scheme", b"https"),
+    (16, b"accept-encoding", b"gzip, deflate"),
+    (19, b"accept", b""),
+    (23, b"authorization", b""),
+    (28, b"content-length", b""),
+    (31, b"content-type", b""),
+    (32, b"cookie", b""),
+    (58, b"user-agent", b""),
+];
+/// Entries in the whole static table: the dynamic table's indexes start after them.
+const STATIC_LEN: usize = 61;
+
+/// The request side of HPACK (RFC 7541): an indexed field when the static subset or the dynamic table has it,
+/// otherwise a literal with incremental indexing (its name indexed when a table has the name), so the next
+/// request finds it. A field too large for the table is sent without indexing rather than emptying the table.
+#[derive(Debug)]
+struct FieldEncoder {
+    /// The dynamic table, newest first, and its size as HPACK counts it (32 bytes per entry on top).
+    table: VecDeque<(Vec<u8>, Vec<u8>)>,
+    size: usize,
+    max: usize,
+    /// Evicted entries, whose buffers the next insertions reuse.
+    spare: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl FieldEncoder {
+    fn new(max: usize) -> FieldEncoder {
+        FieldEncoder { table: VecDeque::new(), size: 0, max, spare: Vec::new() }
+    }
+
+    /// A new maximum size (the caller signals it to the server in the next block).
+    fn set_max(&mut self, max: usize) {
+        self.max = max;
+        self.evict_for(0);
+    }
+
+    fn evict_for(&mut self, room: usize) {
+        while self.size + room > self.max {
+            let Some(entry) = self.table.pop_back() else { break };
+            self.size -= entry.0.len() + entry.1.len() + 32;
+            self.spare.push(entry);
+        }
+    }
+
+    fn encode(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        let mut name_index = None;
+        for &(index, n, v) in STATIC {
+            if n == name {
+                if v == value {
+                    return integer(out, index, 7, 0x80);
+                }
+                name_index.get_or_insert(index);
+            }
+        }
+        for (k, (n, v)) in self.table.iter().enumerate() {
+            if n.as_slice() == name {
+                if v.as_slice() == value {
+                    return integer(out, STATIC_LEN + 1 + k, 7, 0x80);
+                }
+                name_index.get_or_insert(STATIC_LEN + 1 + k);
+            }
+        }
+        let size = name.len() + value.len() + 32;
+        let (prefix, pattern) = if size > self.max { (4, 0x00) } else { (6, 0x40) };
+        integer(out, name_index.unwrap_or(0), prefix, pattern);
+        if name_index.is_none() {
+            string(out, name);
+        }
+        string(out, value);
+        if size > self.max {
+            return;
+        }
+        // The name index above was resolved before the insertion, as the decoder resolves it.
+        self.evict_for(size);
+        let (mut n, mut v) = self.spare.pop().unwrap_or_default();
+        n.clear();
+        n.extend_from_slice(name);
+        v.clear();
+        v.extend_from_slice(value);
+        self.table.push_front((n, v));
+        self.size += size;
+    }
+}
+
+/// An HPACK integer with a `prefix`-bit prefix after the `pattern` bits (RFC 7541 §5.1).
+fn integer(out: &mut Vec<u8>, value: usize, prefix: u8, pattern: u8) {
+    // Writing into a Vec cannot fail.
+    let _ = loona_hpack::encoder::encode_integer_into(value, prefix, pattern, out);
+}
+
+/// An HPACK string literal, not Huffman-coded (RFC 7541 §5.2).
+fn string(out: &mut Vec<u8>, bytes: &[u8]) {
+    integer(out, bytes.len(), 7, 0);
+    out.extend_from_slice(bytes);
+}
+
+/// An HPACK dynamic table size update (RFC 7541 §6.3): `001` and the size as a 5-bit-prefix integer.
+fn table_size_update(out: &mut Vec<u8>, size: u32) {
+    integer(out, size as usize, 5, 0x20);
+}
+
+/// Fills in the length and flags of the frame header written at `at` with a placeholder.
+fn patch_header(out: &mut [u8], at: usize, length: usize, flags: u8) {
+    let len = (length as u32).to_be_bytes();
+    out[at..at + 3].copy_from_slice(&len[1..]);
+    out[at + 4] = flags;
+}
+
+/// Empties `list` and hands back its allocation typed for another lifetime, so the `Head` event's header slice
+/// is built in the same buffer every time. Collecting a `vec::IntoIter` into a `Vec` of an element with the
+/// same layout (only the lifetime differs) reuses the allocation, so this does not allocate.
+fn recycle<'b>(mut list: Vec<httparse::Header<'_>>) -> Vec<httparse::Header<'b>> {
+    list.clear();
+    list.into_iter().map(|_| httparse::EMPTY_HEADER).collect()
+}
+
+fn conn_error(code: u32, reason: &'static str) -> ConnError {
+    ConnError { code, reason }
+}
+
+fn trim(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(bytes.len());
+    let end = bytes.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    &bytes[start..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loona_hpack::Encoder;
+
+    use crate::h2_frame::FrameHeader;
+
+    /// An event, owned, to compare.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Ev {
+        Settings(ServerSettings),
+        Head(u32, u16, Vec<(String, String)>),
+        Data(u32, Vec<u8>),
+        Done(u32, u16, u64),
+        Reset(u32, u32),
+        StreamError(u32, u32),
+        GoAway(u32, u32),
+        Unprocessed(u32),
+    }
+
+    fn own(event: Event<'_>) -> Ev {
+        match event {
+            Event::Settings(s) => Ev::Settings(s),
+            Event::Head { stream, status, headers } => Ev::Head(
+                stream,
+                status,
+                headers.iter().map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned())).collect(),
+            ),
+            Event::Data { stream, bytes } => Ev::Data(stream, bytes.to_vec()),
+            Event::Done { stream, status, body_len } => Ev::Done(stream, status, body_len),
+            Event::Reset { stream, code } => Ev::Reset(stream, code),
+            Event::StreamError { stream, code, .. } => Ev::StreamError(stream, code),
+            Event::GoAway { last_stream, code, .. } => Ev::GoAway(last_stream, code),
+            Event::Unprocessed { stream } => Ev::Unprocessed(stream),
+        }
+    }
+
+    /// Feeds `input` in reads of `step` bytes the way the worker does; returns the events, what the client
+    /// wrote, and the error if one ended it.
+    fn feed(client: &mut Client, input: &[u8], step: usize) -> (Vec<Ev>, Vec<u8>, Option<ConnError>) {
+        let (mut events, mut out, mut buf) = (Vec::new(), Vec::new(), Vec::new());
+        for read in input.chunks(step.max(1)) {
+            buf.extend_from_slice(read);
+            match client.receive(&buf, &mut out, &mut |e| events.push(own(e))) {
+                Ok(used) => drop(buf.drain(..used)),
+                Err(e) => return (events, out, Some(e)),
+            }
+        }
+        (events, out, None)
+    }
+
+    /// A started client, what `start` wrote discarded.
+    fn client(config: Config) -> Client {
+        let mut client = Client::new(config);
+        client.start(&mut Vec::new());
+        client
+    }
+
+    fn frames(mut bytes: &[u8]) -> Vec<(FrameHeader, Vec<u8>)> {
+        let mut frames = Vec::new();
+        while let Some(h) = FrameHeader::parse(bytes) {
+            let end = frame::HEADER_LEN + h.length as usize;
+            frames.push((h, bytes[frame::HEADER_LEN..end].to_vec()));
+            bytes = &bytes[end..];
+        }
+        assert!(bytes.is_empty(), "a partial frame was written");
+        frames
+    }
+
+    fn decode_block(decoder: &mut Decoder<'_>, block: &[u8]) -> Vec<(String, String)> {
+        let fields = decoder.decode(block).expect("our block decodes");
+        fields
+            .into_iter()
+            .map(|(n, v)| (String::from_utf8_lossy(&n).into_owned(), String::from_utf8_lossy(&v).into_owned()))
+            .collect()
+    }
+
+    fn fields(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+    }
+
+    /// What a server sends: its SETTINGS, then frames built by the test.
+    struct Server {
+        encoder: Encoder<'static>,
+        bytes: Vec<u8>,
+    }
+
+    impl Server {
+        fn new(settings: &[(u16, u32)]) -> Server {
+            let mut bytes = Vec::new();
+            frame::write_settings(&mut bytes, settings);
+            Server { encoder: Encoder::new(), bytes }
+        }
+
+        fn headers(&mut self, stream: u32, flags: u8, fields: &[(&str, &str)]) -> &mut Server {
+            let block = self.encoder.encode(fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
+            frame::write_headers(&mut self.bytes, stream, flags | frame::END_HEADERS, &block);
+            self
+        }
+
+        fn data(&mut self, stream: u32, flags: u8, data: &[u8]) -> &mut Server {
+            frame::write_data(&mut self.bytes, stream, flags, data);
+            self
+        }
+    }
+
+    #[test]
+    fn start_writes_the_preface_settings_and_the_connection_window() {
+        let mut out = Vec::new();
+        Client::new(Config::default()).start(&mut out);
+        assert_eq!(&out[..24], frame::PREFACE);
+        let written = frames(&out[24..]);
+        assert_eq!(written.len(), 2);
+        assert_eq!(written[0].0.kind, frame::SETTINGS);
+        assert_eq!(
+            frame::settings(&written[0].1).collect::<Vec<_>>(),
+            vec![
+                (frame::SETTINGS_ENABLE_PUSH, 0),
+                (frame::SETTINGS_INITIAL_WINDOW_SIZE, (1 << 30) - 1),
+                (frame::SETTINGS_MAX_HEADER_LIST_SIZE, 65_536)
+            ]
+        );
+        assert_eq!(written[1].0.kind, frame::WINDOW_UPDATE);
+        assert_eq!(written[1].1, ((1u32 << 30) - 1 - 65_535).to_be_bytes());
+    }
+
+    #[test]
+    fn a_get_becomes_pseudo_headers() {
+        let mut client = client(Config::default());
+        let mut out = Vec::new();
+        let id = client.open(&mut out, b"GET /api/hello HTTP/1.1\r\nHost: 127.0.0.1:3000\r\n\r\n").expect("opens");
+        assert_eq!((id, client.in_flight(), client.streams_opened()), (1, 1, 1));
+        let written = frames(&out);
+        assert_eq!(written.len(), 1);
+        let (h, block) = &written[0];
+        assert_eq!((h.kind, h.flags, h.stream), (frame::HEADERS, frame::END_HEADERS | frame::END_STREAM, 1));
+        assert_eq!(
+            decode_block(&mut Decoder::new(), block),
+            fields(&[
+                (":method", "GET"),
+                (":scheme", "http"),
+                (":authority", "127.0.0.1:3000"),
+                (":path", "/api/hello")
+            ])
+        );
+    }
+
+    #[test]
+    fn a_post_sends_its_body_and_drops_connection_headers() {
+        let mut client = client(Config { scheme: Scheme::Https, ..Config::default() });
+        let mut out = Vec::new();
+        let request = b"POST /submit HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\nKeep-Alive: timeout=5\r\n\
+                        TE: gzip\r\nUpgrade: h2c\r\nX-Custom: A\r\nContent-Length: 5\r\n\r\nhello";
+        assert_eq!(client.open(&mut out, request), Ok(1));
+        let written = frames(&out);
+        assert_eq!(written.len(), 2);
+        assert_eq!((written[0].0.kind, written[0].0.flags), (frame::HEADERS, frame::END_HEADERS));
+        assert_eq!(
+            decode_block(&mut Decoder::new(), &written[0].1),
+            fields(&[
+                (":method", "POST"),
+                (":scheme", "https"),
+                (":authority", "example.com"),
+                (":path", "/submit"),
+                ("x-custom", "A"),
+                ("content-length", "5"),
+            ])
+        );
+        assert_eq!((written[1].0.kind, written[1].0.flags, written[1].0.stream), (frame::DATA, frame::END_STREAM, 1));
+        assert_eq!(written[1].1, b"hello");
+        // TE: trailers is the one TE that HTTP/2 allows.
+        out.clear();
+        assert_eq!(client.open(&mut out, b"GET / HTTP/1.1\r\nte: trailers\r\n\r\n"), Ok(3));
+        let mut decoder = Decoder::new();
+        decode_block(&mut decoder, &written[0].1);
+        let got = decode_block(&mut decoder, &frames(&out)[0].1);
+        assert_eq!(got, fields(&[(":method", "GET"), (":scheme", "https"), (":path", "/"), ("te", "trailers")]));
+    }
+
+    #[test]
+    fn repeated_requests_cost_a_few_bytes_and_bad_ones_are_refused() {
+        let mut client = client(Config::default());
+        let request = b"GET /v1/item?id=42 HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nUser-Agent: loadgen\r\n\r\n";
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        client.open(&mut first, request).expect("opens");
+        client.open(&mut second, request).expect("opens");
+        // :method, :scheme, :authority, :path and user-agent: one byte each the second time.
+        assert_eq!(second.len(), frame::HEADER_LEN + 5, "{first:?} then {second:?}");
+        let mut decoder = Decoder::new();
+        assert_eq!(decode_block(&mut decoder, &first[9..]), decode_block(&mut decoder, &second[9..]));
+        let mut out = Vec::new();
+        assert_eq!(client.open(&mut out, b"GET / HTTP/1.1\r\nHost: x\r\n"), Err(RequestError::Invalid));
+        assert_eq!(client.open(&mut out, b"GET / HTTP/1.1\r\n\r\nextra"), Err(RequestError::Trailing));
+        let bad_length = b"POST / HTTP/1.1\r\nContent-Length: +5\r\n\r\nhello";
+        assert_eq!(client.open(&mut out, bad_length), Err(RequestError::ContentLength));
+        let short = b"POST / HTTP/1.1\r\nContent-Length: 9\r\n\r\nhello";
+        assert_eq!(client.open(&mut out, short), Err(RequestError::ContentLength));
+        assert_eq!(client.open(&mut out, b"CONNECT a:1 HTTP/1.1\r\n\r\n"), Err(RequestError::Connect));
+        assert!(out.is_empty(), "a refused request wrote {out:?}");
+        assert_eq!(client.open(&mut out, b"GET / HTTP/1.1\r\n\r\n"), Ok(5), "refusals use no stream id");
+        let mut unstarted = Client::new(Config::default());
+        assert_eq!(unstarted.open(&mut out, b"GET / HTTP/1.1\r\n\r\n"), Err(RequestError::NoStream));
+    }
+
+    #[test]
+    fn a_header_block_over_the_frame_size_continues() {
+        let mut client = client(Config::default());
+        let big = "v".repeat(40_000);
+        let request = format!("GET / HTTP/1.1\r\nX-Big: {big}\r\n\r\n");
+        let mut out = Vec::new();
+        client.open(&mut out, request.as_bytes()).expect("opens");
+        let written = frames(&out);
+        let kinds: Vec<(u8, u8)> = written.iter().map(|(h, _)| (h.kind, h.flags)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (frame::HEADERS, frame::END_STREAM),
+                (frame::CONTINUATION, 0),
+                (frame::CONTINUATION, frame::END_HEADERS)
+            ]
+        );
+        assert!(written.iter().all(|(h, _)| h.length <= frame::DEFAULT_MAX_FRAME_SIZE && h.stream == 1));
+        let block: Vec<u8> = written.iter().flat_map(|(_, p)| p.clone()).collect();
+        let got = decode_block(&mut Decoder::new(), &block);
+        assert_eq!(got.last(), Some(&("x-big".to_string(), big)));
+    }
+
+    #[test]
+    fn a_response_reads_the_same_however_it_is_split() {
+        let mut server = Server::new(&[(frame::SETTINGS_MAX_CONCURRENT_STREAMS, 100)]);
+        server
+            .headers(1, 0, &[(":status", "103"), ("link", "</a>")])
+            .headers(1, 0, &[(":status", "200"), ("content-length", "13"), ("x-a", "1")])
+            .data(1, 0, b"hello, ")
+            .headers(3, frame::END_STREAM, &[(":status", "204")])
+            .data(5, 0, b"");
+        frame::write_padded(&mut server.bytes, frame::DATA, frame::END_STREAM, 1, b"world!", 10);
+        frame::write_ping(&mut server.bytes, false, *b"pingpong");
+        frame::write_window_update(&mut server.bytes, 3, 1);
+        let settings = ServerSettings { max_concurrent_streams: Some(100), ..ServerSettings::default() };
+        let expected = vec![
+            Ev::Settings(settings),
+            Ev::Head(1, 200, fields(&[("content-length", "13"), ("x-a", "1")])),
+            Ev::Data(1, b"hello, ".to_vec()),
+            Ev::Head(3, 204, vec![]),
+            Ev::Done(3, 204, 0),
+            Ev::StreamError(5, frame::PROTOCOL_ERROR),
+            Ev::Data(1, b"world!".to_vec()),
+            Ev::Done(1, 200, 13),
+        ];
+        let mut replies = None;
+        for step in [1, 2, 9, 10, 100, usize::MAX] {
+            let mut c = client(Config::default());
+            let mut out = Vec::new();
+            for _ in 0..3 {
+                c.open(&mut out, b"GET / HTTP/1.1\r\n\r\n").expect("opens");
+            }
+            let (events, out, failed) = feed(&mut c, &server.bytes, step);
+            assert_eq!(failed, None, "step {step}");
+            assert_eq!(events, expected, "step {step}");
+            assert_eq!(c.in_flight(), 0);
+            assert_eq!(c.counts().interim_responses, 1);
+            assert_eq!(c.counts().responses, 2);
+            assert_eq!(c.counts().pings_received, 1);
+            match &replies {
+                None => replies = Some(out),
+                Some(first) => assert_eq!(&out, first, "step {step}: the replies depend on the split"),
+            }
+        }
+        // Replies: the SETTINGS ACK, the reset of stream 5 (DATA before its head), the PING ACK; nothing for
+        // the WINDOW_UPDATE on stream 3, which is over.
+        let replies = frames(&replies.expect("ran"));
+        let kinds: Vec<(u8, u8, u32)> = replies.iter().map(|(h, _)| (h.kind, h.flags, h.stream)).collect();
+        assert_eq!(
+            kinds,
+            vec![(frame::SETTINGS, frame::ACK, 0), (frame::RST_STREAM, 0, 5), (frame::PING, frame::ACK, 0)]
+        );
+        assert_eq!(replies[2].1, b"pingpong");
+    }
+
+    #[test]
+    fn trailers_head_and_malformed_responses() {
+        let mut c = client(Config::default());
+        let mut out = Vec::new();
+        for request in [
+            &b"GET / HTTP/1.1\r\n\r\n"[..],
+            b"HEAD / HTTP/1.1\r\n\r\n",
+            b"GET / HTTP/1.1\r\n\r\n",
+            b"GET / HTTP/1.1\r\n\r\n",
+            b"GET / HTTP/1.1\r\n\r\n",
+        ] {
+            c.open(&mut out, request).expect("opens");
+        }
+        let mut server = Server::new(&[]);
+        server
+            .headers(1, 0, &[(":status", "200")])
+            .data(1, 0, b"body")
+            .headers(1, frame::END_STREAM, &[("x-checksum", "abc")])
+            .headers(3, frame::END_STREAM, &[(":status", "200"), ("content-length", "1000")])
+            .headers(5, 0, &[(":status", "200"), ("content-length", "10")])
+            .data(5, frame::END_STREAM, b"short")
+            .headers(7, frame::END_STREAM, &[("x-no-status", "1")])
+            .headers(9, 0, &[(":status", "200"), ("Upper", "1")]);
+        let (events, out, failed) = feed(&mut c, &server.bytes, usize::MAX);
+        assert_eq!(failed, None);
+        assert_eq!(
+            events[1..],
+            [
+                Ev::Head(1, 200, vec![]),
+                Ev::Data(1, b"body".to_vec()),
+                Ev::Done(1, 200, 4),
+                Ev::Head(3, 200, fields(&[("content-length", "1000")])),
+                Ev::Done(3, 200, 0),
+                Ev::Head(5, 200, fields(&[("content-length", "10")])),
+                Ev::Data(5, b"short".to_vec()),
+                Ev::StreamError(5, frame::PROTOCOL_ERROR),
+                Ev::StreamError(7, frame::PROTOCOL_ERROR),
+                Ev::StreamError(9, frame::PROTOCOL_ERROR),
+            ]
+        );
+        // Only stream 9 was still open on the server's side: the only reset written.
+        let resets: Vec<u32> =
+            frames(&out).iter().filter(|(h, _)| h.kind == frame::RST_STREAM).map(|(h, _)| h.stream).collect();
+        assert_eq!(resets, vec![9]);
+        assert_eq!(c.counts().stream_errors, 3);
+    }
+
+    #[test]
+    fn received_data_is_replenished_at_half_window() {
+        let mut c = client(Config { stream_window: 65_535, connection_window: 65_535, ..Config::default() });
+        let mut out = Vec::new();
+        c.open(&mut out, b"GET / HTTP/1.1\r\n\r\n").expect("opens");
+        let mut server = Server::new(&[]);
+        server.headers(1, 0, &[(":status", "200")]);
+        for _ in 0..3 {
+            server.data(1, 0, &[b'x'; 16_384]);
+        }
+        let (_, out, failed) = feed(&mut c, &server.bytes, usize::MAX);
+        assert_eq!(failed, None);
+        let updates: Vec<(u32, Vec<u8>)> = frames(&out)
+            .into_iter()
+            .filter(|(h, _)| h.kind == frame::WINDOW_UPDATE)
+            .map(|(h, p)| (h.stream, p))
+            .collect();
+        // 32,768 bytes crossed half of 65,535 on both windows.
+        assert_eq!(updates, vec![(0, 32_768u32.to_be_bytes().to_vec()), (1, 32_768u32.to_be_bytes().to_vec())]);
+        // Beyond the window: the stream's is a stream error, the connection's a connection error.
+        let mut over = Server::new(&[]);
+        over.headers(1, 0, &[(":status", "200")]);
+        for _ in 0..5 {
+            over.data(1, 0, &[b'x'; 16_384]);
+        }
+        let mut c = client(Config { stream_window: 65_535, connection_window: 1 << 20, ..Config::default() });
+        c.open(&mut Vec::new(), b"GET / HTTP/1.1\r\n\r\n").expect("opens");
+        // Our stream update after 32 KiB makes room for 98,303 bytes: the fifth frame (81,920) still fits.
+        let (events, _, failed) = feed(&mut c, &over.bytes, usize::MAX);
+        assert_eq!((failed, events.last()), (None, Some(&Ev::Data(1, vec![b'x'; 16_384]))));
+    }
+
+    #[test]
+    fn a_request_body_waits_for_the_servers_windows() {
+        let mut c = client(Config::default());
+        let (events, _, failed) = feed(&mut c, &Server::new(&[(frame::SETTINGS_INITIAL_WINDOW_SIZE, 10)]).bytes, 100);
+        assert_eq!((events.len(), failed), (1, None));
+        let body = [b'b'; 100];
+        let mut request = b"POST /up HTTP/1.1\r\nContent-Length: 100\r\n\r\n".to_vec();
+        request.extend_from_slice(&body);
+        let mut out = Vec::new();
+        c.open(&mut out, &request).expect("opens");
+        let data = |out: &[u8]| -> Vec<(u8, usize)> {
+            frames(out).iter().filter(|(h, _)| h.kind == frame::DATA).map(|(h, p)| (h.flags, p.len())).collect()
+        };
+        assert_eq!(data(&out), vec![(0, 10)]);
+        let mut updates = Vec::new();
+        frame::write_window_update(&mut updates, 1, 50);
+        let (_, out, _) = feed(&mut c, &updates, 100);
+        assert_eq!(data(&out), vec![(0, 50)]);
+        updates.clear();
+        frame::write_window_update(&mut updates, 1, 1000);
+        let (_, out, _) = feed(&mut c, &updates, 100);
+        assert_eq!(data(&out), vec![(frame::END_STREAM, 40)]);
+        // The connection window: 65,535 at first, shared by every stream.
+        let mut c = client(Config::default());
+        let mut request = b"POST /up HTTP/1.1\r\nContent-Length: 70000\r\n\r\n".to_vec();
+        request.resize(request.len() + 70_000, b'c');
+        let mut out = Vec::new();
+        c.open(&mut out, &request).expect("opens");
+        assert_eq!(data(&out).iter().map(|d| d.1).sum::<usize>(), 65_535);
+        let mut server = Server::new(&[(frame::SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20)]).bytes;
+        frame::write_window_update(&mut server, 0, 1 << 20);
+        let (_, out, _) = feed(&mut c, &server, 7);
+        assert_eq!(data(&out), vec![(frame::END_STREAM, 70_000 - 65_535)]);
+    }
+
+    #[test]
+    fn settings_cap_concurrency_and_goaway_names_the_unprocessed() {
+        let mut c = client(Config::default());
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            c.open(&mut out, b"GET / HTTP/1.1\r\n\r\n").expect("opens");
+        }
+        let (_, _, failed) = feed(&mut c, &Server::new(&[(frame::SETTINGS_MAX_CONCURRENT_STREAMS, 2)]).bytes, 100);
+        assert_eq!(failed, None);
+        assert!(!c.can_open(), "3 open, the server allows 2");
+        let mut server = Server::new(&[]);
+        server.bytes.clear();
+        server.headers(1, frame::END_STREAM, &[(":status", "200")]);
+        feed(&mut c, &server.bytes, 100);
+        assert!(!c.can_open(), "2 open, the server allows 2");
+        server.bytes.clear();
+        frame::write_rst_stream(&mut server.bytes, 3, frame::REFUSED_STREAM);
+        let (events, _, _) = feed(&mut c, &server.bytes, 100);
+        assert_eq!(events, vec![Ev::Reset(3, frame::REFUSED_STREAM)]);
+        assert!(c.can_open());
+        assert_eq!(c.open(&mut out, b"GET / HTTP/1.1\r\n\r\n"), Ok(7));
+        server.bytes.clear();
+        frame::write_goaway(&mut server.bytes, MAX_STREAM_ID, frame::NO_ERROR, b"");
+        frame::write_goaway(&mut server.bytes, 5, frame::NO_ERROR, b"bye");
+        let (events, _, _) = feed(&mut c, &server.bytes, 3);
+        assert_eq!(
+            events,
+            vec![Ev::GoAway(MAX_STREAM_ID, frame::NO_ERROR), Ev::GoAway(5, frame::NO_ERROR), Ev::Unprocessed(7)]
+        );
+        assert!(!c.can_open());
+        assert_eq!((c.in_flight(), c.goaway(), c.counts().refused, c.counts().unprocessed), (1, Some((5, 0)), 1, 1));
+    }
+
+    #[test]
+    fn connection_errors_write_goaway_and_stick() {
+        let cases: Vec<(&str, Vec<u8>, u32)> = vec![
+            (
+                "not SETTINGS first",
+                {
+                    let mut b = Vec::new();
+                    frame::write_ping(&mut b, false, [0; 8]);
+                    b
+                },
+                frame::PROTOCOL_ERROR,
+            ),
+            ("an HTTP/1.1 answer", b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec(), frame::PROTOCOL_ERROR),
+            (
+                "push",
+                {
+                    let mut s = Server::new(&[]).bytes;
+                    frame::write_push_promise(&mut s, 1, frame::END_HEADERS, 2, b"\x82");
+                    s
+                },
+                frame::PROTOCOL_ERROR,
+            ),
+            ("idle DATA", Server::new(&[]).data(9, 0, b"x").bytes.clone(), frame::PROTOCOL_ERROR),
+            (
+                "server stream",
+                Server::new(&[]).headers(2, 0, &[(":status", "200")]).bytes.clone(),
+                frame::PROTOCOL_ERROR,
+            ),
+            (
+                "big frame",
+                {
+                    let mut s = Server::new(&[]).bytes;
+                    frame::write_header(&mut s, 16_385, frame::DATA, 0, 1);
+                    s
+                },
+                frame::FRAME_SIZE_ERROR,
+            ),
+            (
+                "bad HPACK",
+                {
+                    let mut s = Server::new(&[]).bytes;
+                    frame::write_headers(&mut s, 1, frame::END_HEADERS, b"\xff\xff\xff\xff\x0f");
+                    s
+                },
+                frame::COMPRESSION_ERROR,
+            ),
+            ("push on", Server::new(&[(frame::SETTINGS_ENABLE_PUSH, 1)]).bytes, frame::PROTOCOL_ERROR),
+            ("window", Server::new(&[(frame::SETTINGS_INITIAL_WINDOW_SIZE, 1 << 31)]).bytes, frame::FLOW_CONTROL_ERROR),
+            (
+                "zero update",
+                {
+                    let mut s = Server::new(&[]).bytes;
+                    frame::write_window_update(&mut s, 0, 0);
+                    s
+                },
+                frame::PROTOCOL_ERROR,
+            ),
+            (
+                "stray CONTINUATION",
+                {
+                    let mut s = Server::new(&[]).bytes;
+                    frame::write_continuation(&mut s, 1, frame::END_HEADERS, b"");
+                    s
+                },
+                frame::PROTOCOL_ERROR,
+            ),
+            (
+                "interleaved block",
+                {
+                    let mut s = Server::new(&[]).bytes;
+                    frame::write_headers(&mut s, 1, 0, b"");
+                    frame::write_ping(&mut s, false, [0; 8]);
+                    s
+                },
+                frame::PROTOCOL_ERROR,
+            ),
+            (
+                "CONTINUATION flood",
+                {
+                    let mut s = Server::new(&[]).bytes;
+                    frame::write_headers(&mut s, 1, 0, b"");
+                    for _ in 0..=MAX_CONTINUATIONS {
+                        frame::write_continuation(&mut s, 1, 0, b"");
+                    }
+                    s
+                },
+                frame::ENHANCE_YOUR_CALM,
+            ),
+            (
+                "huge block",
+                {
+                    let mut s = Server::new(&[]).bytes;
+                    frame::write_headers(&mut s, 1, 0, &[0; 16_000]);
+                    for _ in 0..4 {
+                        frame::write_continuation(&mut s, 1, 0, &[0; 16_000]);
+                    }
+                    s
+                },
+                frame::ENHANCE_YOUR_CALM,
+            ),
+            (
+                "huge list",
+                {
+                    // 100 fields of 1 KiB, each an index into the dynamic table after the first: a small block.
+                    let mut server = Server::new(&[]);
+                    let value = "v".repeat(1000);
+                    let list: Vec<(&str, &str)> =
+                        std::iter::once((":status", "200")).chain((0..100).map(|_| ("x", value.as_str()))).collect();
+                    server.headers(1, frame::END_STREAM, &list);
+                    server.bytes.clone()
+                },
+                frame::PROTOCOL_ERROR,
+            ),
+        ];
+        for (what, input, code) in cases {
+            let mut c = client(Config::default());
+            c.open(&mut Vec::new(), b"GET / HTTP/1.1\r\n\r\n").expect("opens");
+            let (_, out, failed) = feed(&mut c, &input, usize::MAX);
+            let e = failed.unwrap_or_else(|| panic!("{what}: no error"));
+            assert_eq!(e.code, code, "{what}: {e}");
+            let goaway = frames(&out).into_iter().find(|(h, _)| h.kind == frame::GOAWAY).expect("a GOAWAY");
+            assert_eq!(goaway.1[4..8], code.to_be_bytes(), "{what}");
+            assert!(!c.can_open());
+            let mut more = Vec::new();
+            assert_eq!(c.receive(b"", &mut more, &mut |_| {}), Err(e), "{what}: the error sticks");
+            assert!(more.is_empty());
+        }
+        let e = ConnError { code: frame::REFUSED_STREAM, reason: "why" };
+        assert_eq!(e.to_string(), "HTTP/2 connection error REFUSED_STREAM: why");
+    }
+
+    #[test]
+    fn a_smaller_server_table_is_signalled_before_the_next_block() {
+        let mut c = client(Config::default());
+        let mut out = Vec::new();
+        let request = b"GET /x HTTP/1.1\r\nX-Custom: one\r\n\r\n";
+        c.open(&mut out, request).expect("opens");
+        let mut decoder = Decoder::new();
+        decode_block(&mut decoder, &frames(&out)[0].1);
+        feed(&mut c, &Server::new(&[(frame::SETTINGS_HEADER_TABLE_SIZE, 0)]).bytes, 100);
+        out.clear();
+        c.open(&mut out, request).expect("opens");
+        let block = frames(&out)[0].1.clone();
+        assert_eq!(block[0], 0x20, "a size update to 0 opens the block");
+        let expected = fields(&[(":method", "GET"), (":scheme", "http"), (":path", "/x"), ("x-custom", "one")]);
+        assert_eq!(decode_block(&mut decoder, &block), expected);
+        out.clear();
+        c.open(&mut out, request).expect("opens");
+        assert_eq!(decode_block(&mut decoder, &frames(&out)[0].1), expected, "no table: literals again");
+    }
+
+    #[test]
+    fn cancel_forgets_the_stream_and_ignores_what_follows() {
+        let mut c = client(Config::default());
+        let mut out = Vec::new();
+        c.open(&mut out, b"GET / HTTP/1.1\r\n\r\n").expect("opens");
+        out.clear();
+        assert!(c.cancel(&mut out, 1));
+        assert!(!c.cancel(&mut out, 1));
+        assert_eq!(
+            frames(&out).iter().map(|(h, p)| (h.kind, h.stream, p.clone())).collect::<Vec<_>>(),
+            vec![(frame::RST_STREAM, 1, frame::CANCEL.to_be_bytes().to_vec())]
+        );
+        let mut server = Server::new(&[]);
+        server.headers(1, 0, &[(":status", "200")]).data(1, frame::END_STREAM, b"late");
+        let (events, _, failed) = feed(&mut c, &server.bytes, usize::MAX);
+        assert_eq!((events.len(), failed, c.in_flight()), (1, None, 0));
+    }
+
+    #[test]
+    fn the_head_event_reuses_one_allocation() {
+        let mut list: Vec<httparse::Header<'static>> = Vec::with_capacity(16);
+        let at = list.as_ptr() as usize;
+        let bytes = b"name".to_vec();
+        let mut borrowed = recycle(std::mem::take(&mut list));
+        borrowed.push(httparse::Header { name: "n", value: &bytes });
+        assert_eq!(borrowed.as_ptr() as usize, at);
+        list = recycle(borrowed);
+        assert_eq!((list.as_ptr() as usize, list.capacity(), list.len()), (at, 16, 0));
+    }
+
+    /// The static subset's indexes are the RFC's (loona-hpack's decoder has the whole table), and the dynamic
+    /// table stays in step with a decoder through evictions, name references and a field too large to index.
+    #[test]
+    fn the_field_encoder_agrees_with_a_decoder() {
+        let mut encoder = FieldEncoder::new(4096);
+        let mut decoder = Decoder::new();
+        let mut block = Vec::new();
+        for &(_, name, value) in STATIC {
+            encoder.encode(name, value, &mut block);
+            encoder.encode(name, b"other", &mut block);
+        }
+        let got = decoder.decode(&block).expect("decodes");
+        let expected: Vec<(Vec<u8>, Vec<u8>)> =
+            STATIC.iter().flat_map(|&(_, n, v)| [(n.to_vec(), v.to_vec()), (n.to_vec(), b"other".to_vec())]).collect();
+        assert_eq!(got, expected);
+        let big = vec![b'b'; 5000];
+        for round in 0..300 {
+            block.clear();
+            let path = format!("/items/{}", round % 150);
+            let fields: [(&[u8], &[u8]); 4] =
+                [(b":path", path.as_bytes()), (b"x-round", b"same"), (b"x-big", &big), (b"x-round", path.as_bytes())];
+            for (name, value) in fields {
+                encoder.encode(name, value, &mut block);
+            }
+            let got = decoder.decode(&block).expect("decodes");
+            assert_eq!(got, fields.iter().map(|(n, v)| (n.to_vec(), v.to_vec())).collect::<Vec<_>>(), "round {round}");
+        }
+        assert!(encoder.size <= 4096 && encoder.table.len() + encoder.spare.len() < 4096 / 32);
+    }
+}
