@@ -3,7 +3,8 @@
 
 /**
  * Bun. Bun.serve on cfg.host:cfg.port with `fetch` as the handler; `reusePort` is what bunProcesses()
- * returned; `tlsOptions` is bunTls() of ../tls.mjs ({} for plain HTTP).
+ * returned; `tlsOptions` is bunTls() of ../tls.mjs ({} for plain HTTP), with bunHttp2() of ../http2.mjs
+ * spread in ({} with HTTP2 off).
  */
 export function bunServe(cfg, reusePort, fetch, tlsOptions = {}) {
   return Bun.serve({
@@ -25,7 +26,10 @@ export function bunResponse(r, contentType) {
   return new Response(r.body, { status: r.status, headers });
 }
 
-/** Node. Writes `r` to the node:http response `res`, with `contentType` as its content-type. */
+/**
+ * Node. Writes `r` to the node:http response `res` (or node:http2's compat response, HTTP2=on), with
+ * `contentType` as its content-type.
+ */
 export function nodeSend(res, r, contentType) {
   const headers = {
     "content-type": contentType,
@@ -36,4 +40,22 @@ export function nodeSend(res, r, contentType) {
   res.writeHead(r.status, headers);
   // node:http writes no body for HEAD by itself.
   res.end(r.body);
+}
+
+/**
+ * Node, HTTP2=on. Writes `r` on the node:http2 server stream `stream` (its core API, see ../http2.mjs), with
+ * `contentType` as its content-type: the same status, headers and body bytes as nodeSend, but for a
+ * `connection` header (the 413's `connection: close`), which HTTP/2 forbids and respond() throws on (Bun.serve
+ * and node's compat API drop it too). Nothing is written on a stream the client has reset meanwhile
+ * (respond() would throw), which an answer that waited on a body or a database can meet.
+ */
+export function nodeStreamSend(stream, r, contentType) {
+  if (stream.destroyed) return;
+  const headers = { ":status": r.status, "content-type": contentType, "content-length": Buffer.byteLength(r.body) };
+  if (r.headers) {
+    for (const name in r.headers) if (name !== "connection") headers[name] = r.headers[name];
+  }
+  stream.respond(headers);
+  // node:http2 ends a HEAD stream with the headers (stream.headRequest) and writes no body.
+  stream.end(r.body);
 }

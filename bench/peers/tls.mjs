@@ -24,9 +24,13 @@
 // pins by what its client offers, and must offer exactly one suite and one group: node:https picks by its
 // own order (TLS_AES_256_GCM_SHA384 first, whatever the client prefers), Bun.serve by the client's order.
 // Groups: node takes the client's first key share (P-256 if offered first), Bun.serve X25519 whenever
-// offered. ALPN: node:https selects `http/1.1` (and refuses a client offering
-// only h2 with an alert); Bun.serve does no ALPN on its server side at all (no protocol selected, whatever
-// the client offers; HTTP/1.1 spoken). Plain HTTP sent to the TLS port: both close without a byte back.
+// offered. ALPN with HTTP2 off (../http2.mjs; the default): node:https selects `http/1.1` (and refuses a
+// client offering only h2 with an alert); Bun.serve does no ALPN on its server side at all (no protocol
+// selected, whatever the client offers; HTTP/1.1 spoken); so does Bun's node:https (Fastify on Bun), which
+// selects nothing for a client offering only h2. With HTTP2=on both select h2 when the client offers it,
+// else http/1.1, and still speak HTTP/1.1 to a client offering no ALPN (node:http2 with allowHTTP1; node
+// refuses a list holding neither protocol with an alert, Bun.serve speaks HTTP/1.1): see ../http2.mjs.
+// Plain HTTP sent to the TLS port: both close without a byte back (HTTP2 on or off).
 
 import { readFileSync } from "node:fs";
 import { X509Certificate, createPrivateKey } from "node:crypto";
@@ -85,7 +89,7 @@ export function scheme(tls) {
 /**
  * Bun. The options to spread into Bun.serve's: {} without TLS (the plaintext server's options stay exactly
  * what they were), else { tls }. Bun.serve takes no ALPN setting on its server side (it ignores
- * ALPNProtocols there), so none is given.
+ * ALPNProtocols there), so none is given: with HTTP2=on its `http2: true` does the ALPN (h2, http/1.1).
  */
 export function bunTls(tls) {
   if (tls === null) return {};
@@ -94,7 +98,10 @@ export function bunTls(tls) {
   return { tls: options };
 }
 
-/** Node. The options for https.createServer (only called with TLS on). */
+/**
+ * Node. The options for https.createServer (only called with TLS on). With HTTP2=on, nodeHttp2TlsOptions in
+ * ../http2.mjs derives node:http2's from these (their ALPN list dropped, allowHTTP1 added).
+ */
 export function nodeTlsOptions(tls) {
   const options = { cert: tls.cert, key: tls.key, ALPNProtocols: ["http/1.1"] };
   if (!tls.resume) options.secureOptions = SSL_OP_NO_TICKET;

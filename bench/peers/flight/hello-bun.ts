@@ -12,11 +12,15 @@
 //   anything else  -> 404 {"error":"not found"}             application/json
 // Env: PORT (default 3000), HOSTNAME (default 127.0.0.1), PEER_PROCESSES (default 1: one process;
 // N > 1: N processes on the port with reusePort, see ../processes.mjs), TLS_CERT and TLS_KEY (both: HTTPS
-// through Bun.serve's `tls`) and TLS_RESUME (see ../tls.mjs).
+// through Bun.serve's `tls`) and TLS_RESUME (see ../tls.mjs), HTTP2 (off by default; on: Bun.serve's
+// `http2: true`, i.e. h2 by ALPN over TLS, h2c by prior knowledge in cleartext, HTTP/1.1 still answered on
+// the same port; see ../http2.mjs).
 // @ts-ignore -- plain ESM module without type declarations
 import { bunProcesses, configOrExit } from "../processes.mjs";
 // @ts-ignore -- plain ESM module without type declarations
 import { bunTls, scheme, tlsFromEnv } from "../tls.mjs";
+// @ts-ignore -- plain ESM module without type declarations
+import { bunHttp2, http2FromEnv, protocolNote } from "../http2.mjs";
 
 const HELLO = JSON.stringify({ message: "Hello from Flight!" });
 const HEALTH = JSON.stringify({ status: "ok" });
@@ -28,6 +32,8 @@ const json = (body: string, status = 200) => new Response(body, { status, header
 
 // TLS_CERT / TLS_KEY read and checked before any copy is spawned or the port is bound (exit 64 if bad).
 const tls = configOrExit("hello-bun", tlsFromEnv);
+// HTTP2 likewise (exit 64 on a value other than on/off).
+const h2 = configOrExit("hello-bun", http2FromEnv);
 // PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
 const reusePort = bunProcesses("hello-bun");
 
@@ -46,7 +52,8 @@ const server = Bun.serve({
     return json(NOT_FOUND, 404);
   },
   ...bunTls(tls),
+  ...bunHttp2(h2),
 });
 
 // One line once listening: the harness polls HTTP for readiness, a person reads this.
-console.log(`bun ${Bun.version} listening on ${scheme(tls)}://${server.hostname}:${server.port}`);
+console.log(`bun ${Bun.version} listening on ${scheme(tls)}://${server.hostname}:${server.port}${protocolNote(h2, tls, true)}`);

@@ -9,24 +9,33 @@
 //   anything else       -> 404 {"error":"not found"}             application/json
 // Env: PORT (default 3000), HOSTNAME (default 127.0.0.1), PEER_PROCESSES (default 1: one process; N > 1: a
 // node:cluster primary and N workers on both runtimes, see ../processes.mjs and ../frameworks.mjs), TLS_CERT
-// and TLS_KEY (both: HTTPS, Fastify's `https` option, i.e. node:https) and TLS_RESUME (see ../tls.mjs).
+// and TLS_KEY (both: HTTPS, Fastify's `https` option, i.e. node:https) and TLS_RESUME (see ../tls.mjs),
+// HTTP2 (off by default; on: Fastify's `http2: true`, i.e. node:http2 through its compat API, with `https`
+// and allowHTTP1 over TLS: h2 and HTTP/1.1 by ALPN; h2c by prior knowledge only in cleartext; see ../http2.mjs).
 // SIGTERM: close the listener and every connection, exit 0.
 import Fastify from "fastify";
 import { clusterPrimary, configOrExit } from "../processes.mjs";
 import { nodeTlsOptions, scheme, tlsFromEnv } from "../tls.mjs";
+import { http2FromEnv, nodeHttp2TlsOptions, protocolNote } from "../http2.mjs";
 import { engine, exitOnSigterm } from "../frameworks.mjs";
 
 const CONTENT_TYPE = "application/json";
 
 // TLS_CERT / TLS_KEY read and checked before any worker is forked or the port is bound (exit 64 if bad).
 const tls = configOrExit("hello-fastify", tlsFromEnv);
+// HTTP2 likewise (exit 64 on a value other than on/off).
+const h2 = configOrExit("hello-fastify", http2FromEnv);
 // PEER_PROCESSES=N > 1: this process becomes the cluster primary and stops here; workers go on.
 await clusterPrimary("hello-fastify");
 
+// HTTP2 off: exactly the options given before HTTP2 existed (no `http2` key at all). On, cleartext: no
+// `https` key, as Fastify's http2 path takes `https: null` for TLS options (typeof null is "object").
+let transport = { https: tls === null ? null : nodeTlsOptions(tls) };
+if (h2) transport = tls === null ? { http2: true } : { http2: true, https: nodeHttp2TlsOptions(tls) };
 const app = Fastify({
   // No logger: the plain peers log nothing per request either.
   logger: false,
-  https: tls === null ? null : nodeTlsOptions(tls),
+  ...transport,
   // Keep-alive connections are closed by app.close() too, so SIGTERM does not wait on idle clients.
   forceCloseConnections: true,
 });
@@ -63,6 +72,6 @@ app.setNotFoundHandler((request, reply) => {
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOSTNAME ?? "127.0.0.1";
 await app.listen({ port, host });
-console.log(`hello peer: fastify ${app.version} on ${engine()} listening on ${scheme(tls)}://${host}:${port}`);
+console.log(`hello peer: fastify ${app.version} on ${engine()} listening on ${scheme(tls)}://${host}:${port}${protocolNote(h2, tls, false)}`);
 
 exitOnSigterm(() => app.close());

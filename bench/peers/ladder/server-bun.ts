@@ -5,6 +5,8 @@
 //     bun run bench/peers/ladder/server-bun.ts
 // PEER_PROCESSES (1: one process; N > 1: N processes on the port with reusePort, see ../processes.mjs).
 // TLS_CERT and TLS_KEY (both: HTTPS through Bun.serve's `tls`), TLS_RESUME: see ../tls.mjs.
+// HTTP2 (off by default; on: Bun.serve's `http2: true`, h2 by ALPN over TLS, h2c by prior knowledge in
+// cleartext, HTTP/1.1 still answered on the same port): see ../http2.mjs.
 import { Database } from "bun:sqlite";
 // @ts-ignore -- plain ESM module without type declarations
 import { BODY_LIMIT, CONTENT_TYPE, PRAGMAS, TOO_LARGE, VIDEO_SQL, configFromEnv, createApp, targetOfUrl } from "./ladder.mjs";
@@ -16,10 +18,14 @@ import { bunResponse, bunServe } from "../serving.mjs";
 import { prepareReadOnly } from "../sqlite.mjs";
 // @ts-ignore -- plain ESM module without type declarations
 import { bunTls, scheme, tlsFromEnv } from "../tls.mjs";
+// @ts-ignore -- plain ESM module without type declarations
+import { bunHttp2, http2FromEnv, protocolNote } from "../http2.mjs";
 
 const cfg: ReturnType<typeof configFromEnv> = configOrExit("ladder-bun", configFromEnv);
 // TLS_CERT / TLS_KEY read and checked before any copy is spawned or the port is bound (exit 64 if bad).
 const tls = configOrExit("ladder-bun", tlsFromEnv);
+// HTTP2 likewise (exit 64 on a value other than on/off).
+const h2 = configOrExit("ladder-bun", http2FromEnv);
 // PEER_PROCESSES=N > 1: spawn N-1 copies of this script; every process listens with reusePort.
 const reusePort = bunProcesses("ladder-bun");
 
@@ -67,7 +73,7 @@ function onRequest(req: Request): Response | Promise<Response> {
   return bunResponse(routed, CONTENT_TYPE);
 }
 
-const server = bunServe(cfg, reusePort, onRequest, bunTls(tls));
+const server = bunServe(cfg, reusePort, onRequest, { ...bunTls(tls), ...bunHttp2(h2) });
 
 async function climb(rung: string, req: Request): Promise<Response> {
   const bytes = await readBody(req);
@@ -76,7 +82,7 @@ async function climb(rung: string, req: Request): Promise<Response> {
 }
 
 // One line once listening: the harness polls HTTP for readiness, a person reads this.
-console.log(`ladder peer: bun ${Bun.version} listening on ${scheme(tls)}://${server.hostname}:${server.port}`);
+console.log(`ladder peer: bun ${Bun.version} listening on ${scheme(tls)}://${server.hostname}:${server.port}${protocolNote(h2, tls, true)}`);
 
 // The harness stops servers with SIGTERM: stop listening, close the pool, exit 0.
 process.on("SIGTERM", () => {
