@@ -8,6 +8,7 @@
 //! println!("{}", redis.url());
 //! ```
 
+pub mod h2;
 pub mod http;
 mod in_process;
 pub mod process;

@@ -55,6 +55,13 @@ impl Client {
         Client { config: Arc::new(config) }
     }
 
+    /// The same configuration offering `protocols` in ALPN instead of `http/1.1` (an HTTP/2 client's, say).
+    pub fn config_with_alpn(&self, protocols: &[&[u8]]) -> Arc<ClientConfig> {
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = protocols.iter().map(|p| p.to_vec()).collect();
+        Arc::new(config)
+    }
+
     /// A new client session for `localhost`, before its handshake.
     pub fn connection(&self) -> io::Result<ClientConnection> {
         let name = ServerName::try_from("localhost").expect("a valid DNS name");
