@@ -56,6 +56,10 @@ kill -CONT -- -"$fuzz_build" 2>/dev/null || true
 # off, plaintext refused on the TLS port, bad settings exit 64 (about 11 s).
 echo "== peers over TLS"
 bash bench/peers/test-tls.sh
+# The peers' HTTP/2 (HTTP2=on, bench/peers/http2.mjs): h2 over TLS and h2c answers equal to the HTTP/1.1 ones,
+# no connection-specific header, 16 streams on one connection, two processes, HTTP2=bogus exits 64 (about 35 s).
+echo "== peers over HTTP/2"
+bash bench/peers/test-h2.sh
 # The container stack, for real (scripts/compose-check.sh, deploy/podman/README.md): every image built, the
 # stack up on podman, checked from the host, a PostgreSQL outage, down. The images take the binaries built
 # above (debug info stripped), so no second, release build of the workspace runs inside a container; the

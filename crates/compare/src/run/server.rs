@@ -27,7 +27,7 @@ const READY_POLL: Duration = Duration::from_micros(500);
 fn scrubbed(key: &str) -> bool {
     ["FLIGHT_", "SCRIBE_", "METADATA_", "LADDER_", "UPSTREAM_", "PEER_", "COMPARE_"].iter().any(|p| key.starts_with(p))
         || ["DATABASE_URL", "REDIS_URL", "RUST_LOG", "NODE_OPTIONS", "NODE_ENV", "PORT", "HOSTNAME"].contains(&key)
-        || ["TLS_CERT", "TLS_KEY", "TLS_RESUME"].contains(&key)
+        || ["TLS_CERT", "TLS_KEY", "TLS_RESUME", "HTTP2"].contains(&key)
 }
 
 /// A port nothing listens on right now (a fresh one per start: no TIME_WAIT left from the last load).
