@@ -110,6 +110,14 @@ pub struct RunArgs {
     /// Nth request carries `Connection: close`. Without it, connections are kept alive.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub requests_per_conn: Option<u64>,
+    /// Speak HTTP/2: over https, ALPN offers h2 alone; over http, h2c by prior knowledge (the connection
+    /// preface, no Upgrade). A server that answers in another protocol fails the run, saying which.
+    #[arg(long, conflicts_with_all = ["pipeline", "requests_per_conn"])]
+    pub http2: bool,
+    /// With --http2: concurrent streams per connection (h2load's -m). When the server allows fewer at once
+    /// (SETTINGS_MAX_CONCURRENT_STREAMS), each connection keeps that many open and the report says so.
+    #[arg(long, default_value_t = 1, requires = "http2", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub streams: u32,
     /// https: trust the CA certificate(s) in this PEM file (no system roots are read).
     #[arg(long, conflicts_with = "insecure")]
     pub cacert: Option<PathBuf>,
@@ -298,7 +306,8 @@ impl RunArgs {
             duration: self.duration,
             warmup: self.warmup,
             timeout: self.timeout,
-            pipeline: self.pipeline as usize,
+            pipeline: if self.http2 { self.streams as usize } else { self.pipeline as usize },
+            http2: self.http2,
             pins,
             engine: self.engine,
             rate: self.rate,

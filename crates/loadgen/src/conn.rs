@@ -1,10 +1,11 @@
 //! One connection slot of a worker: its socket's state as the worker sees it (connecting, handshaking, ready,
-//! given up on), its reusable write and read buffers, its response parser and the requests it has outstanding.
-//! The worker (`worker`) drives it; the engine only knows the slot's number.
+//! given up on), its reusable write and read buffers, its response parser (HTTP/1.1) or HTTP/2 client, and the
+//! requests it has outstanding. The worker (`worker`) drives it; the engine only knows the slot's number.
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use crate::h2;
 use crate::http1::ResponseParser;
 
 /// A request written (or queued for writing) on a connection, waiting for its response.
@@ -14,6 +15,8 @@ pub struct Sent {
     pub written: Instant,
     /// A HEAD request: its response has no body whatever its headers say.
     pub head: bool,
+    /// HTTP/2: its stream (0 over HTTP/1.1, where responses come in the order of `pending`).
+    pub stream: u32,
 }
 
 /// What happens to a connection the worker gave up on, once the engine has closed it.
@@ -51,6 +54,12 @@ pub struct Conn {
     pub head_ok: bool,
     /// Requests queued on this connection since it was opened (for `--requests-per-conn`).
     pub sent: u64,
+    /// HTTP/2: the connection's client (None over HTTP/1.1, and until the connection is ready). Boxed: it is
+    /// large, and a slot of an HTTP/1.1 run should not carry it.
+    pub h2: Option<Box<h2::Client>>,
+    /// HTTP/2: the stream whose response the assertions check (one at a time per connection; `head_ok` and
+    /// `body` are its).
+    pub checking: Option<u32>,
 }
 
 impl Conn {
@@ -72,6 +81,8 @@ impl Conn {
             body: Vec::new(),
             head_ok: true,
             sent: 0,
+            h2: None,
+            checking: None,
         }
     }
 
@@ -88,16 +99,23 @@ impl Conn {
         self.rbuf.clear();
         self.parser.reset();
         self.pending.clear();
+        self.h2 = None;
+        self.checking = None;
     }
 
-    /// Room for another request: under the pipeline depth and, with `--requests-per-conn`, under the
-    /// connection's last request.
+    /// Room for another request: under the pipeline depth (HTTP/2: the streams asked for, and what the server
+    /// allows at once) and, with `--requests-per-conn`, under the connection's last request.
     pub fn has_room(&self, pipeline: usize, requests_per_conn: Option<u64>) -> bool {
-        self.pending.len() < pipeline && requests_per_conn.is_none_or(|n| self.sent < n)
+        self.pending.len() < pipeline
+            && requests_per_conn.is_none_or(|n| self.sent < n)
+            && self.h2.as_ref().is_none_or(|client| client.can_open())
     }
 
-    /// Ready and not given up on: a request queued now will be written.
+    /// Ready and not given up on: a request queued now will be written. HTTP/2: once the server's SETTINGS
+    /// arrived, so no stream is opened past a limit the client has not heard of yet.
     pub fn usable(&self) -> bool {
-        self.connected && self.doomed.is_none()
+        self.connected
+            && self.doomed.is_none()
+            && self.h2.as_ref().is_none_or(|client| client.counts().settings_received > 0)
     }
 }

@@ -36,9 +36,10 @@ impl Handshake {
         };
         let cipher_suite = conn.negotiated_cipher_suite().and_then(|s| s.suite().as_str()).unwrap_or("unknown");
         let group = conn.negotiated_key_exchange_group().and_then(|g| g.name().as_str()).unwrap_or("none");
-        // The server can only choose what was offered, and loadgen offers http/1.1 alone.
+        // The server can only choose what was offered: http/1.1 alone, or h2 alone with --http2.
         let alpn = match conn.alpn_protocol() {
             Some(b"http/1.1") => "http/1.1",
+            Some(b"h2") => "h2",
             Some(_) => "other",
             None => "none",
         };

@@ -5,7 +5,8 @@
 //!   end, open-loop scheduled, late and missed sends, assertions, and TLS: negotiated values, handshakes by
 //!   kind, failures by reason (a key one report lacks counts 0 there, so different negotiations show up as
 //!   several keys); the handshake-latency histograms add like the request latency's. Reports without TLS
-//!   add nothing to it; `tls` is null only when none had it.
+//!   add nothing to it; `tls` is null only when none had it. HTTP/2's counts (`http2`) add the same way; of
+//!   the server's SETTINGS the first report's are kept, and `capped_at` is the lowest cap.
 //! - The runs are taken as concurrent: `duration_s` is the longest window, and `req_per_s` (and the
 //!   open-loop target and achieved rates) are the sums of each report's own rates, not total responses
 //!   over the longest window.
@@ -29,7 +30,7 @@ use crate::report::{
     Assertions, Connections, Cpu, Latency, OpenLoop, Report, ReportError, RunConfig, SCHEMA, ThreadCpu, Tls,
     decode_histogram,
 };
-use crate::stats::{Errors, TlsCounts};
+use crate::stats::{Errors, Http2Counts, TlsCounts};
 
 /// Merges reports into one (see the module docs for what adds up and what is recomputed).
 pub fn merge(reports: Vec<Report>) -> Result<Report, ReportError> {
@@ -90,6 +91,11 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, ReportError> {
         cpu: Cpu::new(threads, process_us, responses),
         merged_from: sum(|r| r.merged_from),
         tls: merged_tls(&reports)?,
+        http2: reports.iter().filter_map(|r| r.http2.as_ref()).fold(None, |sum: Option<Http2Counts>, h| {
+            let mut sum = sum.unwrap_or_default();
+            sum.add(h);
+            Some(sum)
+        }),
     })
 }
 

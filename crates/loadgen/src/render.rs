@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::collections::BTreeMap;
 
 use crate::report::{Latency, Report, SATURATED_PCT, Tls, decode_histogram};
+use crate::stats::Http2Counts;
 
 /// The quantiles of the `--latency` distribution table, with their labels.
 const DISTRIBUTION: [(&str, f64); 7] =
@@ -33,7 +34,45 @@ fn write_text(out: &mut String, r: &Report, latency: bool) -> std::fmt::Result {
     if let Some(tls) = &r.tls {
         write_tls(out, tls)?;
     }
+    if let Some(h2) = &r.http2 {
+        write_http2(out, h2, r.config.pipeline)?;
+    }
     write_cpu(out, r)
+}
+
+/// What HTTP/2 did: the protocol each connection spoke, the streams, what the server allowed and whether it
+/// capped `--streams`, then anything that went wrong at the protocol's level (refusals, resets, GOAWAYs,
+/// connection errors), each by code.
+fn write_http2(out: &mut String, h: &Http2Counts, streams: u32) -> std::fmt::Result {
+    let spoke = if h.negotiated.is_empty() { "nothing".to_string() } else { agreed(&h.negotiated) };
+    let mut line = format!("  HTTP/2: {spoke}; {} streams opened, {streams} per connection", h.streams_opened);
+    if let Some(cap) = h.capped_at {
+        let _ = write!(line, " asked, {cap} allowed by the server");
+    }
+    if let Some(s) = &h.server_settings {
+        let max = s.max_concurrent_streams.map_or("unlimited".to_string(), |m| m.to_string());
+        let _ = write!(line, "; server SETTINGS: {max} streams, window {}", s.initial_window_size);
+    }
+    writeln!(out, "{line}")?;
+    let mut trouble = Vec::new();
+    for (what, n) in [("refused", h.refused), ("our stream errors", h.stream_errors)]
+        .into_iter()
+        .chain([("cancelled at the timeout", h.cancelled), ("unprocessed after GOAWAY", h.unprocessed)])
+    {
+        if n > 0 {
+            trouble.push(format!("{n} {what}"));
+        }
+    }
+    for (what, map) in [("RST_STREAM", &h.resets), ("GOAWAY", &h.goaways), ("connection errors", &h.connection_errors)]
+    {
+        if !map.is_empty() {
+            trouble.push(format!("{what} {}", counted(map)));
+        }
+    }
+    if !trouble.is_empty() {
+        writeln!(out, "  HTTP/2 events: {}", trouble.join("; "))?;
+    }
+    Ok(())
 }
 
 /// What ran: `Running 10s test @ URL`, then the threads, connections and how latency was measured.

@@ -10,7 +10,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 
 use crate::rate::Rate;
 use crate::settings::{RunSettings, Trust};
-use crate::stats::{Errors, TlsCounts, TlsStats, WorkerStats};
+use crate::stats::{Errors, Http2Counts, TlsCounts, TlsStats, WorkerStats};
 
 /// Bumped when a field changes meaning; readers refuse other versions.
 pub const SCHEMA: &str = "loadgen-report/1";
@@ -59,6 +59,11 @@ pub struct Report {
     /// latency, and why the failed ones failed.
     #[serde(default)]
     pub tls: Option<Tls>,
+    /// `--http2` only (null otherwise): what each connection spoke, streams opened, refused, reset and
+    /// cancelled, the GOAWAYs and connection errors by code, the server's SETTINGS, and whether `--streams` was
+    /// capped by them.
+    #[serde(default)]
+    pub http2: Option<Http2Counts>,
 }
 
 /// The TLS side of a run: counts (see [`TlsCounts`]) and the handshake latency.
@@ -103,6 +108,10 @@ pub struct RunConfig {
     /// https only (null for http): what was trusted and offered.
     #[serde(default)]
     pub tls: Option<TlsConfig>,
+    /// `--http2`: HTTP/2 (h2 over TLS, h2c in cleartext), with `pipeline` the streams per connection asked for.
+    /// Reports older than the field read as false.
+    #[serde(default)]
+    pub http2: bool,
 }
 
 /// The TLS flags of a run.
@@ -156,6 +165,7 @@ impl RunConfig {
                 cipher_suites: tls.ciphers.clone(),
                 groups: tls.groups.clone(),
             }),
+            http2: settings.http2,
         }
     }
 }
@@ -361,6 +371,7 @@ impl Report {
             cpu: Cpu::new(threads, process_us, s.responses),
             merged_from: 1,
             tls: sum.tls.map(|t| Tls::from_stats(&t)).transpose()?,
+            http2: sum.http2,
         })
     }
 }
@@ -386,6 +397,8 @@ struct Sum {
     from_write: Option<Histogram<u64>>,
     /// https only.
     tls: Option<TlsStats>,
+    /// `--http2` only.
+    http2: Option<Http2Counts>,
 }
 
 impl Sum {
@@ -393,7 +406,11 @@ impl Sum {
         let mut s = WorkerStats::new(false);
         let mut from_write = open_loop.then(crate::stats::new_histogram);
         let mut tls: Option<TlsStats> = None;
+        let mut http2: Option<Http2Counts> = None;
         for w in workers {
+            if let Some(h) = &w.http2 {
+                http2.get_or_insert_with(Http2Counts::default).add(h);
+            }
             if let Some(t) = &w.tls {
                 let sum = tls.get_or_insert_with(TlsStats::default);
                 sum.counts.add(&t.counts);
@@ -420,7 +437,7 @@ impl Sum {
             s.missed_sends += w.missed_sends;
             s.assertions_checked += w.assertions_checked;
         }
-        Ok(Sum { stats: s, from_write, tls })
+        Ok(Sum { stats: s, from_write, tls, http2 })
     }
 }
 

@@ -46,7 +46,9 @@ pub fn run(settings: &RunSettings, command: Vec<String>) -> Result<Report, RunEr
     let source = source::build(&settings.requests, &settings.target).map_err(RunError::Input)?;
     let assertions = Assertions::from_settings(&settings.expect).map_err(RunError::Input)?;
     let tls = match &settings.tls {
-        Some(tls) => Some(tls_config::build(tls, &settings.target.server_name).map_err(RunError::Input)?),
+        Some(tls) => {
+            Some(tls_config::build(tls, &settings.target.server_name, settings.http2).map_err(RunError::Input)?)
+        }
         None => None,
     };
     let threads = thread_count(settings);
@@ -193,6 +195,7 @@ fn plan(settings: &RunSettings, threads: usize, index: usize, first_conn: usize,
         first_conn,
         requests_per_conn: settings.requests_per_conn,
         tls: settings.tls.is_some(),
+        http2: settings.http2,
     }
 }
 
@@ -251,6 +254,17 @@ pub fn failures(report: &Report, allow_failures: bool) -> Vec<String> {
             "{} of {} checked responses failed assertions",
             report.assertions.failed, report.assertions.checked
         ));
+    }
+    if let Some(h2) = &report.http2 {
+        let other: Vec<String> = h2
+            .negotiated
+            .iter()
+            .filter(|(spoke, _)| *spoke != "h2")
+            .map(|(spoke, n)| format!("{spoke} × {n}"))
+            .collect();
+        if !other.is_empty() {
+            why.push(format!("--http2: the server spoke {} instead of h2", other.join(", ")));
+        }
     }
     if report.connections.failed > 0 {
         why.push(format!(

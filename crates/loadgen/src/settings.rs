@@ -24,8 +24,11 @@ pub struct RunSettings {
     pub warmup: Duration,
     /// Per request: on expiry the connection is closed, reopened and a timeout counted.
     pub timeout: Duration,
-    /// Requests in flight per connection (1: no pipelining).
+    /// Requests in flight per connection: the HTTP/1.1 pipelining depth (1: none), or with `http2` the
+    /// concurrent streams asked for (`--streams`).
     pub pipeline: usize,
+    /// Speak HTTP/2 (h2 by ALPN over TLS, h2c by prior knowledge in cleartext).
+    pub http2: bool,
     /// CPUs the worker threads are pinned to, round-robin.
     pub pins: Option<Vec<usize>>,
     pub engine: EngineChoice,

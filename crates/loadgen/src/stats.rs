@@ -26,9 +26,11 @@ pub struct Errors {
     pub write: u64,
     /// Requests with no complete response within `--timeout`.
     pub timeout: u64,
-    /// Responses that were not valid HTTP/1.1.
+    /// Responses that were not valid HTTP/1.1 (over HTTP/2: connection errors, the report's
+    /// `http2.connection_errors`).
     pub parse: u64,
-    /// Connections the server closed with a request outstanding.
+    /// Connections the server closed with a request outstanding; over HTTP/2 also streams the server reset or
+    /// left unprocessed after a GOAWAY (the report's `http2` says which).
     pub closed: u64,
     /// Responses that failed an assertion (status, body, header…).
     pub assertion: u64,
@@ -120,6 +122,8 @@ pub struct WorkerStats {
     pub not_logged: u64,
     /// https only: the handshakes.
     pub tls: Option<TlsStats>,
+    /// `--http2` only: the protocol's own events.
+    pub http2: Option<Http2Counts>,
 }
 
 impl WorkerStats {
@@ -148,7 +152,71 @@ impl WorkerStats {
             request_log: Vec::new(),
             not_logged: 0,
             tls: None,
+            http2: None,
         }
+    }
+}
+
+/// What HTTP/2 did over a run, beyond responses: counts that add up across workers and reports alike.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Http2Counts {
+    /// Per connection, the protocol it ended up speaking: `h2` once the server's SETTINGS arrived, or what it
+    /// answered instead (`http/1.1` by ALPN or as an HTTP/1.1 answer to the h2c preface, `none`).
+    pub negotiated: BTreeMap<String, u64>,
+    pub streams_opened: u64,
+    /// RST_STREAM REFUSED_STREAM from the server: not processed (more streams than it allows at once).
+    pub refused: u64,
+    /// Other RST_STREAMs from the server, per error code (`CANCEL`, `INTERNAL_ERROR`…).
+    pub resets: BTreeMap<String, u64>,
+    /// Streams we reset because the server broke the protocol on them (a malformed response, flow control).
+    pub stream_errors: u64,
+    /// Streams we cancelled (RST_STREAM CANCEL) after `--timeout`.
+    pub cancelled: u64,
+    /// Streams above a GOAWAY's last stream id: never processed.
+    pub unprocessed: u64,
+    /// GOAWAYs from the server, per error code (a graceful close sends two, both `NO_ERROR`).
+    pub goaways: BTreeMap<String, u64>,
+    /// Connections we ended with a GOAWAY because the server broke the protocol, per reason.
+    pub connection_errors: BTreeMap<String, u64>,
+    /// The server's SETTINGS as they stood last (None until one arrived).
+    pub server_settings: Option<Http2Settings>,
+    /// `--streams` was above the server's SETTINGS_MAX_CONCURRENT_STREAMS: each connection kept this many
+    /// streams open instead (None: never capped).
+    pub capped_at: Option<u32>,
+}
+
+/// The server's HTTP/2 SETTINGS (the RFC's initial values for those it did not send; None: unlimited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Http2Settings {
+    pub max_concurrent_streams: Option<u32>,
+    pub initial_window_size: u32,
+    pub max_frame_size: u32,
+    pub max_header_list_size: Option<u32>,
+    pub header_table_size: u32,
+}
+
+impl Http2Counts {
+    pub fn add(&mut self, other: &Http2Counts) {
+        for (mine, theirs) in [
+            (&mut self.negotiated, &other.negotiated),
+            (&mut self.resets, &other.resets),
+            (&mut self.goaways, &other.goaways),
+            (&mut self.connection_errors, &other.connection_errors),
+        ] {
+            for (key, n) in theirs {
+                *mine.entry(key.clone()).or_insert(0) += n;
+            }
+        }
+        self.streams_opened += other.streams_opened;
+        self.refused += other.refused;
+        self.stream_errors += other.stream_errors;
+        self.cancelled += other.cancelled;
+        self.unprocessed += other.unprocessed;
+        self.server_settings = self.server_settings.or(other.server_settings);
+        self.capped_at = match (self.capped_at, other.capped_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
 }
 
@@ -243,7 +311,7 @@ impl TlsStats {
 }
 
 /// Adds one under `key`, allocating the key only the first time it is seen.
-fn count(map: &mut BTreeMap<String, u64>, key: &str) {
+pub fn count(map: &mut BTreeMap<String, u64>, key: &str) {
     match map.get_mut(key) {
         Some(n) => *n += 1,
         None => {

@@ -24,8 +24,10 @@ pub struct TlsClient {
     pub resume: bool,
 }
 
-/// The client configuration for `tls` against `host`. Errors are one line, for the user.
-pub fn build(tls: &TlsSettings, host: &str) -> Result<TlsClient, String> {
+/// The client configuration for `tls` against `host`, offering ALPN `h2` alone with `http2` (a server that
+/// would rather speak HTTP/1.1 then says so by selecting nothing or refusing, and the run reports it) and
+/// `http/1.1` alone without. Errors are one line, for the user.
+pub fn build(tls: &TlsSettings, host: &str, http2: bool) -> Result<TlsClient, String> {
     let server_name =
         ServerName::try_from(host.to_string()).map_err(|e| format!("{host:?} is not a TLS server name: {e}"))?;
     let provider = Arc::new(provider(tls)?);
@@ -52,7 +54,7 @@ pub fn build(tls: &TlsSettings, host: &str) -> Result<TlsClient, String> {
             .with_custom_certificate_verifier(any_certificate(provider.signature_verification_algorithms))
             .with_no_client_auth(),
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![if http2 { b"h2".to_vec() } else { b"http/1.1".to_vec() }];
     config.resumption = Resumption::disabled();
     Ok(TlsClient { config: Arc::new(config), server_name, resume: tls.resume })
 }
@@ -158,21 +160,27 @@ mod tests {
     fn a_missing_or_empty_ca_file_is_named() {
         let mut tls = settings(None, &[], &[]);
         tls.trust = Trust::CaFile("/nonexistent/ca.pem".into());
-        let e = build(&tls, "localhost").err().unwrap_or_default();
+        let e = build(&tls, "localhost", false).err().unwrap_or_default();
         assert!(e.starts_with("cannot read --cacert /nonexistent/ca.pem"), "{e}");
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "").unwrap_or_else(|e| panic!("{e}"));
         tls.trust = Trust::CaFile(empty.clone());
-        let e = build(&tls, "localhost").err().unwrap_or_default();
+        let e = build(&tls, "localhost", false).err().unwrap_or_default();
         assert_eq!(e, format!("--cacert {}: no CA certificate in it", empty.display()));
     }
 
     #[test]
     fn each_worker_gets_its_own_session_store() {
-        let client = build(&settings(None, &[], &[]), "127.0.0.1").unwrap_or_else(|e| panic!("{e}"));
+        let client = build(&settings(None, &[], &[]), "127.0.0.1", false).unwrap_or_else(|e| panic!("{e}"));
         let (a, b) = (for_worker(&client, 4), for_worker(&client, 4));
         assert!(!Arc::ptr_eq(&a.config, &b.config));
         assert_eq!(client.config.alpn_protocols, [b"http/1.1".to_vec()]);
+    }
+
+    #[test]
+    fn http2_offers_h2_alone() {
+        let client = build(&settings(None, &[], &[]), "127.0.0.1", true).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(client.config.alpn_protocols, [b"h2".to_vec()]);
     }
 }

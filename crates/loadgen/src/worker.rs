@@ -18,13 +18,16 @@ use hdrhistogram::Histogram;
 use crate::assertions::Assertions;
 use crate::conn::{After, Conn, Sent};
 use crate::engine::{Engine, Event};
+use crate::h2;
 use crate::handshake::{Failure, Handshake};
 use crate::http1::Done;
 use crate::open_loop::OpenLoop;
 use crate::rate::{Rate, Schedule};
 use crate::request_log::Record;
 use crate::source::{Cursor, Rng, Source};
-use crate::stats::{TlsStats, WorkerStats, new_histogram, process_cpu_us, thread_cpu_us};
+use crate::stats::{
+    Http2Counts, Http2Settings, TlsStats, WorkerStats, count, new_histogram, process_cpu_us, thread_cpu_us,
+};
 
 /// How often timeouts and reconnect backoffs are checked: the timeout's resolution.
 const SWEEP_EVERY: Duration = Duration::from_millis(5);
@@ -64,6 +67,8 @@ pub struct Plan {
     pub requests_per_conn: Option<u64>,
     /// The engine speaks TLS: handshakes are counted.
     pub tls: bool,
+    /// Speak HTTP/2 (`pipeline` is then the streams per connection).
+    pub http2: bool,
 }
 
 /// Once a second, what this worker did in that second (for --jsonl and the progress line).
@@ -99,6 +104,16 @@ struct State<'a> {
     doomed: Vec<usize>,
     /// Connections with bytes to write after the wait.
     to_flush: Vec<usize>,
+    /// HTTP/2: the next request as `source` renders it (HTTP/1.1 bytes), before the client frames it.
+    rendered: Vec<u8>,
+    /// HTTP/2: streams that ended during the client's `receive` (which holds the connection's client), so
+    /// their connections take new requests after it.
+    streams_ended: u64,
+    /// HTTP/2, over the whole run (warmup included: connections are usually opened then): what each
+    /// connection spoke, the server's SETTINGS as they stood last, and the stream count it capped us at.
+    negotiated: std::collections::BTreeMap<String, u64>,
+    server_settings: Option<Http2Settings>,
+    capped_at: Option<u32>,
 }
 
 struct Worker<'a, E> {
@@ -137,6 +152,11 @@ pub fn run<E: Engine>(
         last_error: None,
         doomed: Vec::with_capacity(plan.connections),
         to_flush: Vec::with_capacity(plan.connections),
+        rendered: Vec::new(),
+        streams_ended: 0,
+        negotiated: std::collections::BTreeMap::new(),
+        server_settings: None,
+        capped_at: None,
         shared: &shared,
         plan,
     };
@@ -208,6 +228,11 @@ impl<E: Engine> Worker<'_, E> {
         s.stats.connections_asked = s.conns.len() as u64;
         s.stats.connections_established = s.conns.iter().filter(|c| c.established_once).count() as u64;
         s.stats.in_flight_at_end = s.conns.iter().map(|c| c.pending.len() as u64).sum();
+        if let Some(h2) = &mut s.stats.http2 {
+            h2.negotiated = std::mem::take(&mut s.negotiated);
+            h2.server_settings = s.server_settings;
+            h2.capped_at = s.capped_at;
+        }
         Ok(())
     }
 
@@ -300,7 +325,11 @@ impl State<'_> {
             Event::Handshaking => self.conns[i].handshaking = true,
             Event::Secured(handshake) => {
                 self.record_handshake(i, &handshake);
-                self.on_ready(i);
+                if self.plan.http2 && handshake.alpn != "h2" {
+                    self.wrong_protocol(i, handshake.alpn);
+                } else {
+                    self.on_ready(i);
+                }
             }
             Event::TlsFailed(failure) => self.tls_failed(i, &failure),
             Event::ConnectFailed(e) => self.connect_failed(i, &e),
@@ -322,6 +351,16 @@ impl State<'_> {
         if self.measuring {
             self.stats.connections_opened += 1;
         }
+        if self.plan.http2 {
+            // The preface and our SETTINGS; requests wait for the server's SETTINGS (`receive_h2`), so none is
+            // opened past a stream limit not heard of yet.
+            let scheme = if self.plan.tls { h2::Scheme::Https } else { h2::Scheme::Http };
+            let mut client = Box::new(h2::Client::new(h2::Config { scheme, ..h2::Config::default() }));
+            client.start(&mut conn.wbuf);
+            conn.h2 = Some(client);
+            self.list_flush(i);
+            return;
+        }
         if self.open_loop.is_some() {
             self.mark_free(i);
         } else {
@@ -329,6 +368,16 @@ impl State<'_> {
                 self.queue_request(i, Instant::now());
             }
         }
+    }
+
+    /// `--http2`, and the server speaks something else (`spoke`: the ALPN protocol it chose, or `http/1.1` for
+    /// an HTTP/1.1 answer to the h2c preface): no request can be sent. Retried after the connect backoff; the
+    /// run fails (`run::failures`), saying what was spoken.
+    fn wrong_protocol(&mut self, i: usize, spoke: &str) {
+        count(&mut self.negotiated, spoke);
+        self.interval_errors += 1;
+        self.last_error = Some(format!("--http2: {} spoke {spoke}, not h2", self.plan.addr));
+        self.doom(i, After::Backoff);
     }
 
     /// What the handshake negotiated and how long it took from the connect.
@@ -401,6 +450,23 @@ impl State<'_> {
     /// says `Connection: close`.
     fn queue_request(&mut self, i: usize, intended: Instant) {
         let conn = &mut self.conns[i];
+        if let Some(client) = conn.h2.as_mut() {
+            // HTTP/2: the request as HTTP/1.1 bytes, framed by the client (`h2::Client::open`).
+            self.rendered.clear();
+            let head = self.shared.source.write_next(&mut self.cursor, &mut self.rendered, false);
+            match client.open(&mut conn.wbuf, &self.rendered) {
+                Ok(stream) => {
+                    conn.sent += 1;
+                    conn.pending.push_back(Sent { intended, written: Instant::now(), head, stream });
+                    if let (true, Some(h2)) = (self.measuring, &mut self.stats.http2) {
+                        h2.streams_opened += 1;
+                    }
+                    self.list_flush(i);
+                }
+                Err(e) => self.fail(i, FailKind::Write, format!("--http2: {e}")),
+            }
+            return;
+        }
         let close = match self.plan.requests_per_conn {
             Some(n) if conn.sent >= n => return,
             Some(n) => conn.sent + 1 == n,
@@ -408,7 +474,7 @@ impl State<'_> {
         };
         conn.sent += 1;
         let head = self.shared.source.write_next(&mut self.cursor, &mut conn.wbuf, close);
-        conn.pending.push_back(Sent { intended, written: Instant::now(), head });
+        conn.pending.push_back(Sent { intended, written: Instant::now(), head, stream: 0 });
         self.list_flush(i);
     }
 
@@ -419,14 +485,14 @@ impl State<'_> {
         }
         let mut kept = std::mem::take(&mut self.conns[i].rbuf);
         let parsed = if kept.is_empty() {
-            let used = self.parse(i, bytes);
+            let used = self.consume(i, bytes);
             if let Some(used) = used {
                 kept.extend_from_slice(&bytes[used..]);
             }
             used
         } else {
             kept.extend_from_slice(bytes);
-            let used = self.parse(i, &kept);
+            let used = self.consume(i, &kept);
             if let Some(used) = used {
                 kept.drain(..used);
             }
@@ -436,6 +502,157 @@ impl State<'_> {
             kept.clear();
         }
         self.conns[i].rbuf = kept;
+    }
+
+    /// Hands `buf` to connection `i`'s protocol; returns how much it consumed, or None when the connection was
+    /// given up on meanwhile.
+    fn consume(&mut self, i: usize, buf: &[u8]) -> Option<usize> {
+        if self.conns[i].h2.is_some() { self.receive_h2(i, buf) } else { self.parse(i, buf) }
+    }
+
+    /// HTTP/2: the client takes the frames in `buf` (its replies go to the write buffer), the events it reports
+    /// are counted ([`State::on_h2_event`]), and the streams that ended make room for new requests.
+    fn receive_h2(&mut self, i: usize, buf: &[u8]) -> Option<usize> {
+        let conn = &mut self.conns[i];
+        let mut client = conn.h2.take()?;
+        let heard_before = client.counts().settings_received > 0;
+        if !heard_before && buf.starts_with(b"HTTP/1.") {
+            self.wrong_protocol(i, "http/1.1");
+            return None;
+        }
+        let mut out = std::mem::take(&mut conn.wbuf);
+        self.streams_ended = 0;
+        let result = client.receive(buf, &mut out, &mut |event| self.on_h2_event(i, event));
+        let heard = !heard_before && client.counts().settings_received > 0;
+        let gone = client.goaway().is_some() && client.in_flight() == 0;
+        let conn = &mut self.conns[i];
+        conn.wbuf = out;
+        conn.h2 = Some(client);
+        self.list_flush(i);
+        match result {
+            Err(e) => {
+                if let (true, Some(h2)) = (self.measuring, &mut self.stats.http2) {
+                    count(&mut h2.connection_errors, e.reason);
+                }
+                self.fail(i, FailKind::Parse, e.to_string());
+                None
+            }
+            Ok(_) if gone => {
+                // The server said GOAWAY and its last stream is done: a new connection takes over.
+                self.doom(i, After::Reconnect);
+                None
+            }
+            Ok(used) => {
+                if heard {
+                    count(&mut self.negotiated, "h2");
+                }
+                if heard || self.streams_ended > 0 {
+                    self.refill(i);
+                }
+                Some(used)
+            }
+        }
+    }
+
+    /// One event of connection `i`'s HTTP/2 client.
+    fn on_h2_event(&mut self, i: usize, event: h2::Event<'_>) {
+        let assertions = &self.shared.assertions;
+        let conn = &mut self.conns[i];
+        match event {
+            h2::Event::Settings(s) => {
+                self.server_settings = Some(Http2Settings {
+                    max_concurrent_streams: s.max_concurrent_streams,
+                    initial_window_size: s.initial_window_size,
+                    max_frame_size: s.max_frame_size,
+                    max_header_list_size: s.max_header_list_size,
+                    header_table_size: s.header_table_size,
+                });
+                if let Some(max) = s.max_concurrent_streams.filter(|max| (*max as usize) < self.plan.pipeline) {
+                    self.capped_at = Some(self.capped_at.map_or(max, |c| c.min(max)));
+                }
+            }
+            // Assertions look at one stream of a connection at a time, every Nth response as over HTTP/1.1.
+            h2::Event::Head { stream, headers, .. } => {
+                if assertions.any() && conn.checking.is_none() && self.checked_counter.is_multiple_of(assertions.every)
+                {
+                    conn.checking = Some(stream);
+                    conn.body.clear();
+                    conn.head_ok = !assertions.needs_headers() || assertions.headers_ok(headers);
+                }
+            }
+            h2::Event::Data { stream, bytes } => {
+                if conn.checking == Some(stream) && assertions.needs_body() {
+                    conn.body.extend_from_slice(bytes);
+                }
+            }
+            h2::Event::Done { stream, status, body_len } => {
+                let Some(at) = conn.pending.iter().position(|s| s.stream == stream) else { return };
+                let sent = conn.pending.remove(at).unwrap_or_else(|| unreachable!("position {at} exists"));
+                let checked = conn.checking == Some(stream);
+                if checked {
+                    conn.checking = None;
+                }
+                self.streams_ended += 1;
+                self.record_response(i, &sent, status, body_len, checked);
+            }
+            h2::Event::Reset { stream, code } => {
+                if let (true, Some(h2)) = (self.measuring, &mut self.stats.http2) {
+                    if code == crate::h2_frame::REFUSED_STREAM {
+                        h2.refused += 1;
+                    } else {
+                        count(&mut h2.resets, crate::h2_frame::error_name(code));
+                    }
+                }
+                self.lose_stream(i, stream, format!("RST_STREAM {}", crate::h2_frame::error_name(code)));
+            }
+            h2::Event::StreamError { stream, reason, .. } => {
+                if let (true, Some(h2)) = (self.measuring, &mut self.stats.http2) {
+                    h2.stream_errors += 1;
+                }
+                self.lose_stream(i, stream, format!("HTTP/2 stream error: {reason}"));
+            }
+            h2::Event::GoAway { code, .. } => {
+                if let (true, Some(h2)) = (self.measuring, &mut self.stats.http2) {
+                    count(&mut h2.goaways, crate::h2_frame::error_name(code));
+                }
+            }
+            h2::Event::Unprocessed { stream } => {
+                if let (true, Some(h2)) = (self.measuring, &mut self.stats.http2) {
+                    h2.unprocessed += 1;
+                }
+                self.lose_stream(i, stream, "a stream left unprocessed after GOAWAY".into());
+            }
+        }
+    }
+
+    /// HTTP/2: a stream ended without a response (reset, refused, unprocessed): an error, as a request lost
+    /// with its connection is over HTTP/1.1, and room for the next request.
+    fn lose_stream(&mut self, i: usize, stream: u32, why: String) {
+        let conn = &mut self.conns[i];
+        let Some(at) = conn.pending.iter().position(|s| s.stream == stream) else { return };
+        conn.pending.remove(at);
+        if conn.checking == Some(stream) {
+            conn.checking = None;
+        }
+        if self.measuring {
+            self.stats.errors.closed += 1;
+        }
+        self.interval_errors += 1;
+        self.last_error = Some(why);
+        self.streams_ended += 1;
+    }
+
+    /// HTTP/2: connection `i` can take requests again (the server's SETTINGS came, or streams ended): closed
+    /// loop, as many as it has room for; open loop, it is offered to the schedule.
+    fn refill(&mut self, i: usize) {
+        if self.open_loop.is_some() {
+            self.mark_free(i);
+            return;
+        }
+        let now = Instant::now();
+        while self.conns[i].usable() && self.conns[i].has_room(self.plan.pipeline, self.plan.requests_per_conn) {
+            self.queue_request(i, now);
+        }
     }
 
     /// Parses `buf` for connection `i`; returns how much it consumed, or None when the connection was given up
@@ -487,52 +704,12 @@ impl State<'_> {
         }
     }
 
-    /// Records a complete response; returns false when the connection is being closed (server asked).
+    /// Records a complete HTTP/1.1 response; returns false when the connection is being closed (server asked).
     fn on_response(&mut self, i: usize, done: Done, checked: bool) -> bool {
         let now = Instant::now();
+        let Some(sent) = self.conns[i].pending.pop_front() else { return false };
+        self.record_response(i, &sent, done.status, done.body_len, checked);
         let conn = &mut self.conns[i];
-        let Some(sent) = conn.pending.pop_front() else { return false };
-        if checked {
-            self.checked_counter = 0;
-        }
-        self.checked_counter += 1;
-        if self.measuring {
-            let us = |from: Instant| (now.saturating_duration_since(from).as_micros() as u64).max(1);
-            self.stats.responses += 1;
-            *self.stats.status.entry(done.status).or_insert(0) += 1;
-            self.stats.latency.saturating_record(us(sent.intended));
-            if let Some(h) = &mut self.stats.latency_from_write {
-                h.saturating_record(us(sent.written));
-            }
-            self.interval.saturating_record(us(sent.intended));
-            self.interval_responses += 1;
-            if self.plan.log_every > 0 {
-                self.log_counter += 1;
-                if self.log_counter.is_multiple_of(self.plan.log_every) {
-                    if self.stats.request_log.len() < self.plan.log_max {
-                        let since = |t: Instant| t.saturating_duration_since(self.plan.measure_from).as_micros() as u64;
-                        self.stats.request_log.push(Record {
-                            intended_us: since(sent.intended),
-                            sent_us: since(sent.written),
-                            latency_us: us(sent.intended),
-                            status: done.status,
-                            body_bytes: done.body_len,
-                            conn: (self.plan.first_conn + i) as u32,
-                        });
-                    } else {
-                        self.stats.not_logged += 1;
-                    }
-                }
-            }
-            if checked {
-                self.stats.assertions_checked += 1;
-                let assertions = &self.shared.assertions;
-                if !(conn.head_ok && assertions.response_ok(done.status, done.body_len, &conn.body)) {
-                    self.stats.errors.assertion += 1;
-                    self.interval_errors += 1;
-                }
-            }
-        }
         if done.close {
             // Requests pipelined behind this one are lost with the connection.
             let lost = conn.pending.len() as u64;
@@ -555,8 +732,59 @@ impl State<'_> {
         true
     }
 
+    /// Counts a complete response (status, latency, the request log, assertions), whatever its protocol.
+    fn record_response(&mut self, i: usize, sent: &Sent, status: u16, body_len: u64, checked: bool) {
+        let now = Instant::now();
+        let conn = &self.conns[i];
+        if checked {
+            self.checked_counter = 0;
+        }
+        self.checked_counter += 1;
+        if self.measuring {
+            let us = |from: Instant| (now.saturating_duration_since(from).as_micros() as u64).max(1);
+            self.stats.responses += 1;
+            *self.stats.status.entry(status).or_insert(0) += 1;
+            self.stats.latency.saturating_record(us(sent.intended));
+            if let Some(h) = &mut self.stats.latency_from_write {
+                h.saturating_record(us(sent.written));
+            }
+            self.interval.saturating_record(us(sent.intended));
+            self.interval_responses += 1;
+            if self.plan.log_every > 0 {
+                self.log_counter += 1;
+                if self.log_counter.is_multiple_of(self.plan.log_every) {
+                    if self.stats.request_log.len() < self.plan.log_max {
+                        let since = |t: Instant| t.saturating_duration_since(self.plan.measure_from).as_micros() as u64;
+                        self.stats.request_log.push(Record {
+                            intended_us: since(sent.intended),
+                            sent_us: since(sent.written),
+                            latency_us: us(sent.intended),
+                            status,
+                            body_bytes: body_len,
+                            conn: (self.plan.first_conn + i) as u32,
+                        });
+                    } else {
+                        self.stats.not_logged += 1;
+                    }
+                }
+            }
+            if checked {
+                self.stats.assertions_checked += 1;
+                let assertions = &self.shared.assertions;
+                if !(conn.head_ok && assertions.response_ok(status, body_len, &conn.body)) {
+                    self.stats.errors.assertion += 1;
+                    self.interval_errors += 1;
+                }
+            }
+        }
+    }
+
     fn on_eof(&mut self, i: usize) {
         let conn = &mut self.conns[i];
+        if conn.h2.as_ref().is_some_and(|client| client.counts().settings_received == 0) {
+            // h2c to a server that does not speak it: closed on the preface without an answer.
+            return self.wrong_protocol(i, "a close before any SETTINGS");
+        }
         match conn.parser.eof() {
             Ok(Some(mut done)) => {
                 // A close-delimited body ended: a complete response, and the connection is reopened.
@@ -594,12 +822,50 @@ impl State<'_> {
                 }
                 continue;
             }
+            if conn.h2.is_some() {
+                self.cancel_late_streams(i, now);
+                continue;
+            }
             if conn.pending.front().is_some_and(|s| now.duration_since(s.written) > self.plan.timeout) {
                 // Close and reopen: a late response must not be mistaken for the next request's.
                 let why = format!("no response within {:?}", self.plan.timeout);
                 self.fail(i, FailKind::Timeout, why);
             }
         }
+    }
+
+    /// HTTP/2: streams with no complete response within the timeout are cancelled (RST_STREAM CANCEL) and
+    /// counted; the connection and its other streams go on (over HTTP/1.1 the connection has to go, or a late
+    /// response would be taken for the next request's).
+    fn cancel_late_streams(&mut self, i: usize, now: Instant) {
+        let timeout = self.plan.timeout;
+        let mut cancelled = 0;
+        loop {
+            let conn = &mut self.conns[i];
+            let Some(client) = conn.h2.as_mut() else { return };
+            if conn.pending.front().is_none_or(|s| now.duration_since(s.written) <= timeout) {
+                break;
+            }
+            let Some(sent) = conn.pending.pop_front() else { break };
+            client.cancel(&mut conn.wbuf, sent.stream);
+            if conn.checking == Some(sent.stream) {
+                conn.checking = None;
+            }
+            cancelled += 1;
+        }
+        if cancelled == 0 {
+            return;
+        }
+        if self.measuring {
+            self.stats.errors.timeout += cancelled;
+            if let Some(h2) = &mut self.stats.http2 {
+                h2.cancelled += cancelled;
+            }
+        }
+        self.interval_errors += cancelled;
+        self.last_error = Some(format!("no response within {:?}", timeout));
+        self.list_flush(i);
+        self.refill(i);
     }
 
     /// Warmup over: everything counted so far is discarded.
@@ -667,6 +933,7 @@ impl State<'_> {
 fn fresh_stats(plan: &Plan) -> WorkerStats {
     let mut stats = WorkerStats::new(plan.rate.is_some());
     stats.tls = plan.tls.then(TlsStats::default);
+    stats.http2 = plan.http2.then(Http2Counts::default);
     stats
 }
 

@@ -137,7 +137,8 @@ pub fn same_over_h2(addr: SocketAddr, requests: &[Req<'_>], volatile: &[&str]) -
         let over_h1 = crate::http::request(addr, req.method, req.target, req.headers, req.body);
         let what = format!("{} {}", req.method, req.target);
         if over_h1.status != over_h2.status {
-            differences.push(format!("{what}: status {} over HTTP/1.1, {} over HTTP/2", over_h1.status, over_h2.status));
+            differences
+                .push(format!("{what}: status {} over HTTP/1.1, {} over HTTP/2", over_h1.status, over_h2.status));
         }
         if over_h1.body != over_h2.body {
             differences.push(format!(

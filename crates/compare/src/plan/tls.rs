@@ -72,7 +72,7 @@ impl ClientTls {
 /// for 127.0.0.1, the address every server listens on.
 pub fn probe_client(ca: &Path) -> anyhow::Result<Arc<rustls::ClientConfig>> {
     let tls = ClientTls { ca: ca.to_path_buf(), resume: false };
-    let client = loadgen::tls_config::build(&tls.settings(), "127.0.0.1").map_err(anyhow::Error::msg)?;
+    let client = loadgen::tls_config::build(&tls.settings(), "127.0.0.1", false).map_err(anyhow::Error::msg)?;
     Ok(client.config)
 }
 
