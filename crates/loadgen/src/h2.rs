@@ -590,9 +590,6 @@ impl Client {
             }
             at += used;
         }
-        if self.blocked > 0 {
-            self.send_blocked(out);
-        }
         Ok(at)
     }
 
@@ -663,7 +660,11 @@ impl Client {
                 self.counts.settings_acked += 1;
                 Ok(())
             }
-            Frame::Settings { ack: false, payload } => self.on_settings(payload, out, on_event),
+            Frame::Settings { ack: false, payload } => {
+                self.on_settings(payload, out, on_event)?;
+                self.send_blocked(out);
+                Ok(())
+            }
             Frame::PushPromise { .. } => {
                 Err(conn_error(frame::PROTOCOL_ERROR, "PUSH_PROMISE although SETTINGS_ENABLE_PUSH is 0"))
             }
@@ -677,7 +678,11 @@ impl Client {
                 self.on_goaway(last_stream, code, debug, on_event);
                 Ok(())
             }
-            Frame::WindowUpdate { stream, increment } => self.on_window_update(stream, increment, out, on_event),
+            Frame::WindowUpdate { stream, increment } => {
+                self.on_window_update(stream, increment, out, on_event)?;
+                self.send_blocked(out);
+                Ok(())
+            }
             Frame::Continuation { .. } => {
                 Err(conn_error(frame::PROTOCOL_ERROR, "CONTINUATION without a header block to continue"))
             }
@@ -1062,7 +1067,12 @@ impl Client {
     }
 
     /// Sends the request body that waited for window, oldest stream first, as far as the windows now allow.
+    /// Called after each frame that can open a window, so what is written depends on the frames only, not on
+    /// how they were split into reads.
     fn send_blocked(&mut self, out: &mut Vec<u8>) {
+        if self.blocked == 0 {
+            return;
+        }
         let max = self.server.max_frame_size as usize;
         for stream in &mut self.streams {
             if self.send_window <= 0 {
