@@ -31,6 +31,7 @@ mod epoll;
 pub mod h2;
 pub mod h2_frame;
 mod handshake;
+pub mod hpack;
 pub mod http1;
 pub mod log_chart;
 pub mod merge;
