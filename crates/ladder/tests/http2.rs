@@ -73,11 +73,9 @@ fn every_rung_answers_the_same_over_http2() {
         (req("GET", "/ladder/json"), 200),
         (req("GET", "/healthz"), 200),
         (req("GET", "/ladder/upstream"), 200),
-        // KNOWN DIFFERENCE: HEAD is left out (of every route). Over HTTP/1.1 a HEAD answer has the GET's
-        // headers and no body; over HTTP/2 ladder-rs sends the GET body in DATA frames after them, which
-        // RFC 9113 §8.1.1 forbids, and hyper's client resets the stream (PROTOCOL_ERROR). The handlers answer
-        // HEAD with the GET body and leave dropping it to the connection; hyper's HTTP/1.1 encoder does,
-        // its HTTP/2 server does not, and serve does not either.
+        // HEAD: the GET's headers and no body over both (serve drops the body over HTTP/2).
+        (req("HEAD", "/ladder/empty"), 200),
+        (req("HEAD", "/ladder/json"), 200),
         (post("/ladder/validate", valid.as_bytes()), 200),
         (post("/ladder/validate", absent.as_bytes()), 200),
         (post("/ladder/validate", invalid), 400),

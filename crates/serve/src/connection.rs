@@ -269,6 +269,9 @@ impl ConnState {
 pub(crate) struct InFlight {
     conn: Rc<ConnState>,
     responding: bool,
+    /// HTTP/2 and a HEAD request: the answer's body is not sent (hyper's HTTP/1.1 drops it by itself, its
+    /// HTTP/2 would send it, which RFC 9113 §8.1.1 forbids).
+    head_only: bool,
 }
 
 impl InFlight {
@@ -276,7 +279,7 @@ impl InFlight {
         conn.in_flight.set(conn.in_flight.get() + 1);
         conn.head_started.set(None);
         conn.stalled_since.set(None);
-        InFlight { conn, responding: false }
+        InFlight { conn, responding: false, head_only: false }
     }
 
     /// The handler answered: its response is now waiting to be written.
@@ -503,7 +506,8 @@ where
     type Future = ConnFuture<S::Future, tower::util::Oneshot<S, Request>>;
 
     fn call(&self, req: http::Request<Incoming>) -> Self::Future {
-        let in_flight = InFlight::new(self.conn.clone());
+        let mut in_flight = InFlight::new(self.conn.clone());
+        in_flight.head_only = self.conn.http2 && req.method() == http::Method::HEAD;
         let declared =
             req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|len| len > self.body_limit) {
@@ -563,7 +567,12 @@ where
         match (polled, in_flight.take()) {
             (Poll::Ready(Some(response)), Some(in_flight)) => {
                 let in_flight = in_flight.answered();
-                Poll::Ready(Ok(response.map(|body| TrackedBody { body, _in_flight: in_flight })))
+                let mut response = response;
+                let head_only = in_flight.head_only;
+                if in_flight.conn.http2 {
+                    content_length_as_http1(&mut response, head_only);
+                }
+                Poll::Ready(Ok(response.map(|body| TrackedBody { body, head_only, _in_flight: in_flight })))
             }
             // A handler that has not answered: with half-close on, hyper does not read while it waits, so this
             // is where a handler that never answers meets the stall deadline.
@@ -580,11 +589,30 @@ where
     }
 }
 
+/// HTTP/2: the content-length HTTP/1.1 would send, so both carry the same headers. hyper's HTTP/2 sets it only
+/// for a body that is not already at its end; its HTTP/1.1 also for an empty body, and for a HEAD answer's
+/// (from the body it then drops) unless that body is empty. Not on the statuses that have no content (1xx,
+/// 204, 304).
+fn content_length_as_http1(response: &mut Response, head: bool) {
+    let status = response.status();
+    if status.is_informational() || status == http::StatusCode::NO_CONTENT || status == http::StatusCode::NOT_MODIFIED {
+        return;
+    }
+    if let Some(len) = http_body::Body::size_hint(response.body()).exact()
+        && !(head && len == 0)
+        && !response.headers().contains_key(CONTENT_LENGTH)
+    {
+        response.headers_mut().insert(CONTENT_LENGTH, http::HeaderValue::from(len));
+    }
+}
+
 pin_project_lite::pin_project! {
-    /// The response body, holding the in-flight mark until hyper has written (or dropped) it.
+    /// The response body, holding the in-flight mark until hyper has written (or dropped) it. A HEAD answer's
+    /// over HTTP/2 ends before its first frame.
     pub struct TrackedBody {
         #[pin]
         body: Body,
+        head_only: bool,
         _in_flight: InFlight,
     }
 }
@@ -597,11 +625,15 @@ impl http_body::Body for TrackedBody {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
-        self.project().body.poll_frame(cx)
+        let this = self.project();
+        if *this.head_only {
+            return Poll::Ready(None);
+        }
+        this.body.poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        self.head_only || self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {

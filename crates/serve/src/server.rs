@@ -212,13 +212,13 @@ async fn worker<S>(
                             return;
                         };
                         let served = match tls {
-                            None => serve(&setup, stream, peer, app, h2c, stop, &live).await,
+                            None => serve(&setup, stream, peer, app, h2c, &live).await,
                             Some(acceptor) => {
                                 let Some(stream) = handshake(&acceptor, stream, deadline, &mut stop).await else {
                                     return;
                                 };
                                 let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-                                serve(&setup, stream, peer, app, h2, stop, &live).await
+                                serve(&setup, stream, peer, app, h2, &live).await
                             }
                         };
                         if let Err(e) = served {
@@ -235,6 +235,7 @@ async fn worker<S>(
         }
     }
     drop(listener);
+    live.stop();
     if tokio::time::timeout(setup.limits.shutdown_timeout, live.drained()).await.is_err() {
         tracing::warn!("shutdown deadline passed with connections still open; closing them");
     }
@@ -242,15 +243,7 @@ async fn worker<S>(
 
 /// Serves one connection (after the TLS handshake, if any) in HTTP/2 when `h2` and HTTP/2 is on, in HTTP/1.1
 /// otherwise, until it ends or the server's shutdown has closed it.
-async fn serve<I, S>(
-    setup: &Setup,
-    io: I,
-    peer: SocketAddr,
-    app: S,
-    h2: bool,
-    mut stop: watch::Receiver<bool>,
-    live: &Live,
-) -> Result<(), hyper::Error>
+async fn serve<I, S>(setup: &Setup, io: I, peer: SocketAddr, app: S, h2: bool, live: &Live) -> Result<(), hyper::Error>
 where
     I: AsyncRead + AsyncWrite + Unpin + 'static,
     S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
@@ -266,10 +259,7 @@ where
             Protocol::Http1 { conn: setup.http1.serve_connection(io, service) }
         }
     };
-    let stop = Box::pin(async move {
-        let _ = stop.changed().await;
-    });
-    Box::pin(Serving::new(protocol, stop, live)).await
+    Box::pin(Serving::new(protocol, live)).await
 }
 
 /// Waits for a new connection's first bytes (or its end) before hyper gets it, so a connection that sends

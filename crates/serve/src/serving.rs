@@ -1,14 +1,18 @@
 //! Drives one accepted connection to its end, in whichever protocol it speaks: the hyper connection, the
-//! server's shutdown signal (a graceful close: HTTP/1.1 finishes the request in flight, HTTP/2 sends GOAWAY
-//! and finishes its open streams), and for HTTP/2 the connection-wide deadlines that end it with a GOAWAY.
-//! The worker waits for every [`Serving`] to end, up to its shutdown deadline, through [`Live`].
+//! server's shutdown (a graceful close: HTTP/1.1 finishes the request in flight, HTTP/2 sends GOAWAY and
+//! finishes its open streams), and for HTTP/2 the connection-wide deadlines that end it with a GOAWAY.
+//!
+//! The worker's [`Live`] counts the connections being served, tells them when the server stops, and is what
+//! the worker waits on, up to its shutdown deadline. A flag each poll reads, and one waker per connection kept
+//! in a slot, rather than a shutdown future per connection: polling a watch channel's `changed()` on every
+//! wake of every connection cost HTTP/1.1 about 300 instructions per response (bench/instructions.sh).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use hyper::server::conn::{http1, http2};
@@ -72,8 +76,8 @@ pin_project_lite::pin_project! {
     {
         #[pin]
         protocol: Protocol<I, S>,
-        // The server's shutdown signal; None once it came and the graceful close began.
-        stop: Option<Pin<Box<dyn Future<Output = ()>>>>,
+        // The server's shutdown was seen and the graceful close began.
+        stopping: bool,
         // An HTTP/2 deadline passed: the GOAWAY is out and the socket closes at this time.
         closing: Option<Pin<Box<tokio::time::Sleep>>>,
         _live: LiveGuard,
@@ -85,8 +89,8 @@ where
     I: AsyncRead + AsyncWrite + Unpin + 'static,
     S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
 {
-    pub(crate) fn new(protocol: Protocol<I, S>, stop: Pin<Box<dyn Future<Output = ()>>>, live: &Live) -> Self {
-        Serving { protocol, stop: Some(stop), closing: None, _live: live.guard() }
+    pub(crate) fn new(protocol: Protocol<I, S>, live: &Live) -> Self {
+        Serving { protocol, stopping: false, closing: None, _live: live.guard() }
     }
 }
 
@@ -100,11 +104,14 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        if let Some(stop) = this.stop.as_mut()
-            && stop.as_mut().poll(cx).is_ready()
-        {
-            *this.stop = None;
-            this.protocol.as_mut().graceful_shutdown();
+        if !*this.stopping {
+            let live = &this._live;
+            if live.0.stopping() {
+                *this.stopping = true;
+                this.protocol.as_mut().graceful_shutdown();
+            } else {
+                live.register(cx.waker());
+            }
         }
         let polled = match this.protocol.as_mut().project() {
             ProtocolProj::Http1 { conn } => conn.poll(cx),
@@ -131,21 +138,56 @@ where
     }
 }
 
-/// The worker's count of connections being served, and the wake-up for whoever waits for it to reach zero.
+/// The worker's connections being served: how many, whether the server is stopping, each one's waker (to
+/// tell it so), and the wake-up for whoever waits for the count to reach zero.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Live(Rc<(Cell<usize>, Notify)>);
+pub(crate) struct Live(Rc<LiveState>);
+
+#[derive(Debug, Default)]
+pub(crate) struct LiveState {
+    count: Cell<usize>,
+    stopping: Cell<bool>,
+    /// One slot per connection being served (reused once it ends), holding the waker of its task.
+    wakers: RefCell<Vec<Option<Waker>>>,
+    free: RefCell<Vec<usize>>,
+    drained: Notify,
+}
+
+impl LiveState {
+    fn stopping(&self) -> bool {
+        self.stopping.get()
+    }
+}
 
 impl Live {
     fn guard(&self) -> LiveGuard {
-        self.0.0.set(self.0.0.get() + 1);
-        LiveGuard(self.clone())
+        let state = &*self.0;
+        state.count.set(state.count.get() + 1);
+        let slot = match state.free.borrow_mut().pop() {
+            Some(slot) => slot,
+            None => {
+                let mut wakers = state.wakers.borrow_mut();
+                wakers.push(None);
+                wakers.len() - 1
+            }
+        };
+        LiveGuard(self.0.clone(), slot)
+    }
+
+    /// The server is stopping: every connection is woken to begin its graceful close.
+    pub(crate) fn stop(&self) {
+        self.0.stopping.set(true);
+        let wakers: Vec<Waker> = self.0.wakers.borrow_mut().iter_mut().filter_map(Option::take).collect();
+        for waker in wakers {
+            waker.wake();
+        }
     }
 
     /// Resolves once no connection is being served.
     pub(crate) async fn drained(&self) {
         loop {
-            let notified = self.0.1.notified();
-            if self.0.0.get() == 0 {
+            let notified = self.0.drained.notified();
+            if self.0.count.get() == 0 {
                 return;
             }
             notified.await;
@@ -153,16 +195,30 @@ impl Live {
     }
 }
 
-/// Counts one connection as live until dropped.
+/// Counts one connection as live, in its slot, until dropped.
 #[derive(Debug)]
-pub(crate) struct LiveGuard(Live);
+pub(crate) struct LiveGuard(Rc<LiveState>, usize);
+
+impl LiveGuard {
+    /// Keeps the connection's waker for [`Live::stop`]; a task's waker rarely changes, so this is usually a
+    /// comparison.
+    fn register(&self, waker: &Waker) {
+        let mut wakers = self.0.wakers.borrow_mut();
+        let slot = &mut wakers[self.1];
+        if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *slot = Some(waker.clone());
+        }
+    }
+}
 
 impl Drop for LiveGuard {
     fn drop(&mut self) {
-        let count = &self.0.0.0;
-        count.set(count.get() - 1);
-        if count.get() == 0 {
-            self.0.0.1.notify_waiters();
+        let state = &*self.0;
+        state.wakers.borrow_mut()[self.1] = None;
+        state.free.borrow_mut().push(self.1);
+        state.count.set(state.count.get() - 1);
+        if state.count.get() == 0 {
+            state.drained.notify_waiters();
         }
     }
 }

@@ -117,6 +117,31 @@ fn h2c_by_prior_knowledge_and_http11_share_one_port() {
 }
 
 #[test]
+fn head_and_empty_answers_carry_the_headers_of_http11_and_no_body() {
+    // A HEAD answer's body is dropped (RFC 9113 §8.1.1) with its content-length kept, and an empty 200 says
+    // content-length 0, as hyper's HTTP/1.1 does (which sends none for a HEAD whose body is empty); hyper's
+    // HTTP/2 alone would send the body and omit the length.
+    let server = start(test_limits(), || {
+        service_fn(|req: Request| async move {
+            let body =
+                if req.uri().path() == "/empty" { serve::Body::Empty } else { serve::Body::from("twelve bytes") };
+            Ok::<_, Infallible>(http::Response::new(body))
+        })
+    });
+    let requests = [
+        Req { method: "HEAD", target: "/full", headers: &[], body: None },
+        Req::get("/full"),
+        Req::get("/empty"),
+        Req { method: "HEAD", target: "/empty", headers: &[], body: None },
+    ];
+    same_over_h2(server.local_addr(), &requests, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let exchange = send(server.local_addr(), &requests).expect("h2c exchange");
+    let seen: Vec<(Option<&str>, usize)> =
+        exchange.responses.iter().map(|r| (r.header("content-length"), r.body.len())).collect();
+    assert_eq!(seen, [(Some("12"), 0), (Some("12"), 12), (Some("0"), 0), (None, 0)]);
+}
+
+#[test]
 fn a_preface_arriving_in_pieces_is_still_http2() {
     let server = start(test_limits(), || service_fn(hello));
     let mut stream = raw(server.local_addr());
