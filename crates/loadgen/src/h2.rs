@@ -25,15 +25,9 @@
 //!   the server rather than our flow control. The connection's window starts at 65,535 whatever SETTINGS say,
 //!   so `start` raises it with a WINDOW_UPDATE. Received DATA is replenished once half of a window has been
 //!   consumed (the data is handed over at once, so consumed means received): the server never stalls on us.
-//! * HPACK decoding: `loona-hpack`, a maintained fork of hpack-rs that passes h2spec and decodes Huffman
-//!   strings (the original `hpack` crate has had no release since 2015). Responses are decoded into reused
-//!   buffers and handed over as `&[httparse::Header]`, the type the worker's assertions take. The decoder
-//!   allocates for the literal fields it indexes (the crate's table owns its entries).
-//! * HPACK encoding: our own `FieldEncoder`, not loona-hpack's. Its encoder never indexes a field whose name
-//!   is in the static table (`:authority`, `:path`, `user-agent`, `accept`…), so every request would carry
-//!   those values as literals again. Ours indexes every field that fits the table, so a repeated request
-//!   costs a byte per field (about a dozen bytes), reuses evicted entries' buffers, and writes straight into
-//!   the write buffer. No Huffman coding: it would cost CPU per request to save bytes only on first use.
+//! * HPACK: ours (`hpack`, which says why). Responses are decoded into reused buffers and handed over as
+//!   `&[httparse::Header]`, the type the worker's assertions take; requests are encoded straight into the write
+//!   buffer, indexing every field that fits the table, so a repeated request costs about a dozen bytes.
 //! * Allocation: none per request in steady state. Streams' records (and the request body buffered behind a
 //!   closed window) are reused, header blocks are encoded straight into the write buffer, and DATA is never
 //!   buffered: it is handed over as [`Event::Data`].
@@ -52,12 +46,8 @@
 
 use std::ops::Range;
 
-use loona_hpack::decoder::DecoderError;
-use std::collections::VecDeque;
-
-use loona_hpack::Decoder;
-
 use crate::h2_frame::{self as frame, Frame};
+use crate::hpack::{Decoder, Encoder, write_table_size_update};
 
 /// The largest stream id a client can use.
 pub const MAX_STREAM_ID: u32 = (1 << 31) - 1;
@@ -278,14 +268,14 @@ struct Decoded {
 pub struct Client {
     config: Config,
     server: ServerSettings,
-    encoder: FieldEncoder,
+    encoder: Encoder,
     /// The encoder's table size and the smallest it had since the last header block we sent: both must be
     /// signalled at the start of the next block when they differ from what the server last heard (RFC 7541
     /// §4.2).
     encoder_table: u32,
     table_low: u32,
     table_signalled: u32,
-    decoder: Decoder<'static>,
+    decoder: Decoder,
     started: bool,
     /// A SETTINGS frame came (the first frame the server sends must be one).
     server_spoke: bool,
@@ -337,11 +327,10 @@ impl Client {
             max_frame_size: config.max_frame_size.clamp(frame::DEFAULT_MAX_FRAME_SIZE, frame::MAX_FRAME_SIZE_LIMIT),
             ..config
         };
-        let mut decoder = Decoder::new();
-        decoder.set_max_allowed_table_size(DECODER_TABLE);
+        let decoder = Decoder::new(DECODER_TABLE);
         Client {
             server: ServerSettings::default(),
-            encoder: FieldEncoder::new(ENCODER_TABLE as usize),
+            encoder: Encoder::new(ENCODER_TABLE as usize),
             encoder_table: ENCODER_TABLE,
             table_low: ENCODER_TABLE,
             table_signalled: ENCODER_TABLE,
@@ -902,7 +891,7 @@ impl Client {
         let malformed = |d: &mut Decoded, why: &'static str| {
             d.malformed.get_or_insert(why);
         };
-        let decoded = decoder.decode_with_cb(block, |name, value| {
+        let decoded = decoder.decode(block, |name, value| {
             size += name.len() + value.len() + 32;
             if size > limit {
                 d.too_large = true;
@@ -916,7 +905,7 @@ impl Client {
                 } else if d.status.is_some() {
                     malformed(&mut d, "two :status fields");
                 } else {
-                    match &value[..] {
+                    match value {
                         &[a, b, c] if [a, b, c].iter().all(u8::is_ascii_digit) && a != b'0' => {
                             d.status = Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'));
                         }
@@ -934,8 +923,8 @@ impl Client {
                 malformed(&mut d, "invalid field value");
                 return;
             }
-            if &name[..] == b"content-length" {
-                let n = std::str::from_utf8(trim(&value))
+            if name == b"content-length" {
+                let n = std::str::from_utf8(trim(value))
                     .ok()
                     .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
                     .and_then(|v| v.parse::<u64>().ok());
@@ -945,19 +934,13 @@ impl Client {
                 }
             }
             let name_at = field_bytes.len();
-            field_bytes.extend_from_slice(&name);
+            field_bytes.extend_from_slice(name);
             let value_at = field_bytes.len();
-            field_bytes.extend_from_slice(&value);
+            field_bytes.extend_from_slice(value);
             fields.push((name_at..value_at, value_at..field_bytes.len()));
         });
         if let Err(e) = decoded {
-            let reason = match e {
-                DecoderError::HeaderIndexOutOfBounds => "HPACK index beyond the tables",
-                DecoderError::InvalidMaxDynamicSize => "HPACK table size update over 4,096 bytes",
-                DecoderError::SizeUpdateAtEnd => "HPACK table size update at the end of a block",
-                _ => "HPACK block does not decode",
-            };
-            return Err(conn_error(frame::COMPRESSION_ERROR, reason));
+            return Err(conn_error(frame::COMPRESSION_ERROR, e.reason()));
         }
         if d.too_large {
             return Err(conn_error(frame::PROTOCOL_ERROR, "header list larger than our SETTINGS_MAX_HEADER_LIST_SIZE"));
@@ -1098,12 +1081,12 @@ impl Client {
     fn signal_table_size(&mut self, out: &mut Vec<u8>) {
         if self.table_low < self.table_signalled {
             self.encoder.set_max(self.table_low as usize);
-            table_size_update(out, self.table_low);
+            write_table_size_update(out, self.table_low);
             self.table_signalled = self.table_low;
         }
         if self.encoder_table != self.table_signalled {
             self.encoder.set_max(self.encoder_table as usize);
-            table_size_update(out, self.encoder_table);
+            write_table_size_update(out, self.encoder_table);
             self.table_signalled = self.encoder_table;
         }
         self.table_low = self.encoder_table;
@@ -1141,117 +1124,6 @@ fn forwarded(h: &httparse::Header<'_>) -> bool {
     !name.eq_ignore_ascii_case("te") || trim(h.value).eq_ignore_ascii_case(b"trailers")
 }
 
-/// A few entries of HPACK's static table (RFC 7541 Appendix A) with their indexes: the pseudo-header values
-/// requests use most and the names of common request headers. A field that matches none is sent as a literal
-/// once and found in the dynamic table afterwards, so the rest of the static table would only save bytes on
-/// first use.
-const STATIC: &[(usize, &[u8], &[u8])] = &[
-    (1, b":authority", b""),
-    (2, b":method", b"GET"),
-    (3, b":method", b"POST"),
-    (4, b":path", b"/"),
-    (6, b":scheme", b"http"),
-    (7, b":scheme", b"https"),
-    (16, b"accept-encoding", b"gzip, deflate"),
-    (19, b"accept", b""),
-    (23, b"authorization", b""),
-    (28, b"content-length", b""),
-    (31, b"content-type", b""),
-    (32, b"cookie", b""),
-    (58, b"user-agent", b""),
-];
-/// Entries in the whole static table: the dynamic table's indexes start after them.
-const STATIC_LEN: usize = 61;
-
-/// The request side of HPACK (RFC 7541): an indexed field when the static subset or the dynamic table has it,
-/// otherwise a literal with incremental indexing (its name indexed when a table has the name), so the next
-/// request finds it. A field too large for the table is sent without indexing rather than emptying the table.
-#[derive(Debug)]
-struct FieldEncoder {
-    /// The dynamic table, newest first, and its size as HPACK counts it (32 bytes per entry on top).
-    table: VecDeque<(Vec<u8>, Vec<u8>)>,
-    size: usize,
-    max: usize,
-    /// Evicted entries, whose buffers the next insertions reuse.
-    spare: Vec<(Vec<u8>, Vec<u8>)>,
-}
-
-impl FieldEncoder {
-    fn new(max: usize) -> FieldEncoder {
-        FieldEncoder { table: VecDeque::new(), size: 0, max, spare: Vec::new() }
-    }
-
-    /// A new maximum size (the caller signals it to the server in the next block).
-    fn set_max(&mut self, max: usize) {
-        self.max = max;
-        self.evict_for(0);
-    }
-
-    fn evict_for(&mut self, room: usize) {
-        while self.size + room > self.max {
-            let Some(entry) = self.table.pop_back() else { break };
-            self.size -= entry.0.len() + entry.1.len() + 32;
-            self.spare.push(entry);
-        }
-    }
-
-    fn encode(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
-        let mut name_index = None;
-        for &(index, n, v) in STATIC {
-            if n == name {
-                if v == value {
-                    return integer(out, index, 7, 0x80);
-                }
-                name_index.get_or_insert(index);
-            }
-        }
-        for (k, (n, v)) in self.table.iter().enumerate() {
-            if n.as_slice() == name {
-                if v.as_slice() == value {
-                    return integer(out, STATIC_LEN + 1 + k, 7, 0x80);
-                }
-                name_index.get_or_insert(STATIC_LEN + 1 + k);
-            }
-        }
-        let size = name.len() + value.len() + 32;
-        let (prefix, pattern) = if size > self.max { (4, 0x00) } else { (6, 0x40) };
-        integer(out, name_index.unwrap_or(0), prefix, pattern);
-        if name_index.is_none() {
-            string(out, name);
-        }
-        string(out, value);
-        if size > self.max {
-            return;
-        }
-        // The name index above was resolved before the insertion, as the decoder resolves it.
-        self.evict_for(size);
-        let (mut n, mut v) = self.spare.pop().unwrap_or_default();
-        n.clear();
-        n.extend_from_slice(name);
-        v.clear();
-        v.extend_from_slice(value);
-        self.table.push_front((n, v));
-        self.size += size;
-    }
-}
-
-/// An HPACK integer with a `prefix`-bit prefix after the `pattern` bits (RFC 7541 §5.1).
-fn integer(out: &mut Vec<u8>, value: usize, prefix: u8, pattern: u8) {
-    // Writing into a Vec cannot fail.
-    let _ = loona_hpack::encoder::encode_integer_into(value, prefix, pattern, out);
-}
-
-/// An HPACK string literal, not Huffman-coded (RFC 7541 §5.2).
-fn string(out: &mut Vec<u8>, bytes: &[u8]) {
-    integer(out, bytes.len(), 7, 0);
-    out.extend_from_slice(bytes);
-}
-
-/// An HPACK dynamic table size update (RFC 7541 §6.3): `001` and the size as a 5-bit-prefix integer.
-fn table_size_update(out: &mut Vec<u8>, size: u32) {
-    integer(out, size as usize, 5, 0x20);
-}
-
 /// Fills in the length and flags of the frame header written at `at` with a placeholder.
 fn patch_header(out: &mut [u8], at: usize, length: usize, flags: u8) {
     let len = (length as u32).to_be_bytes();
@@ -1280,7 +1152,6 @@ fn trim(bytes: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loona_hpack::Encoder;
 
     use crate::h2_frame::FrameHeader;
 
@@ -1346,12 +1217,14 @@ mod tests {
         frames
     }
 
-    fn decode_block(decoder: &mut Decoder<'_>, block: &[u8]) -> Vec<(String, String)> {
-        let fields = decoder.decode(block).expect("our block decodes");
+    fn decode_block(decoder: &mut Decoder, block: &[u8]) -> Vec<(String, String)> {
+        let mut fields = Vec::new();
+        decoder
+            .decode(block, |n, v| {
+                fields.push((String::from_utf8_lossy(n).into_owned(), String::from_utf8_lossy(v).into_owned()));
+            })
+            .expect("our block decodes");
         fields
-            .into_iter()
-            .map(|(n, v)| (String::from_utf8_lossy(&n).into_owned(), String::from_utf8_lossy(&v).into_owned()))
-            .collect()
     }
 
     fn fields(list: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -1360,7 +1233,7 @@ mod tests {
 
     /// What a server sends: its SETTINGS, then frames built by the test.
     struct Server {
-        encoder: Encoder<'static>,
+        encoder: Encoder,
         bytes: Vec<u8>,
     }
 
@@ -1368,11 +1241,14 @@ mod tests {
         fn new(settings: &[(u16, u32)]) -> Server {
             let mut bytes = Vec::new();
             frame::write_settings(&mut bytes, settings);
-            Server { encoder: Encoder::new(), bytes }
+            Server { encoder: Encoder::new(4096), bytes }
         }
 
         fn headers(&mut self, stream: u32, flags: u8, fields: &[(&str, &str)]) -> &mut Server {
-            let block = self.encoder.encode(fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
+            let mut block = Vec::new();
+            for (name, value) in fields {
+                self.encoder.encode(name.as_bytes(), value.as_bytes(), &mut block);
+            }
             frame::write_headers(&mut self.bytes, stream, flags | frame::END_HEADERS, &block);
             self
         }
@@ -1414,7 +1290,7 @@ mod tests {
         let (h, block) = &written[0];
         assert_eq!((h.kind, h.flags, h.stream), (frame::HEADERS, frame::END_HEADERS | frame::END_STREAM, 1));
         assert_eq!(
-            decode_block(&mut Decoder::new(), block),
+            decode_block(&mut Decoder::new(4096), block),
             fields(&[
                 (":method", "GET"),
                 (":scheme", "http"),
@@ -1435,7 +1311,7 @@ mod tests {
         assert_eq!(written.len(), 2);
         assert_eq!((written[0].0.kind, written[0].0.flags), (frame::HEADERS, frame::END_HEADERS));
         assert_eq!(
-            decode_block(&mut Decoder::new(), &written[0].1),
+            decode_block(&mut Decoder::new(4096), &written[0].1),
             fields(&[
                 (":method", "POST"),
                 (":scheme", "https"),
@@ -1450,7 +1326,7 @@ mod tests {
         // TE: trailers is the one TE that HTTP/2 allows.
         out.clear();
         assert_eq!(client.open(&mut out, b"GET / HTTP/1.1\r\nte: trailers\r\n\r\n"), Ok(3));
-        let mut decoder = Decoder::new();
+        let mut decoder = Decoder::new(4096);
         decode_block(&mut decoder, &written[0].1);
         let got = decode_block(&mut decoder, &frames(&out)[0].1);
         assert_eq!(got, fields(&[(":method", "GET"), (":scheme", "https"), (":path", "/"), ("te", "trailers")]));
@@ -1465,7 +1341,7 @@ mod tests {
         client.open(&mut second, request).expect("opens");
         // :method, :scheme, :authority, :path and user-agent: one byte each the second time.
         assert_eq!(second.len(), frame::HEADER_LEN + 5, "{first:?} then {second:?}");
-        let mut decoder = Decoder::new();
+        let mut decoder = Decoder::new(4096);
         assert_eq!(decode_block(&mut decoder, &first[9..]), decode_block(&mut decoder, &second[9..]));
         let mut out = Vec::new();
         assert_eq!(client.open(&mut out, b"GET / HTTP/1.1\r\nHost: x\r\n"), Err(RequestError::Invalid));
@@ -1500,7 +1376,7 @@ mod tests {
         );
         assert!(written.iter().all(|(h, _)| h.length <= frame::DEFAULT_MAX_FRAME_SIZE && h.stream == 1));
         let block: Vec<u8> = written.iter().flat_map(|(_, p)| p.clone()).collect();
-        let got = decode_block(&mut Decoder::new(), &block);
+        let got = decode_block(&mut Decoder::new(4096), &block);
         assert_eq!(got.last(), Some(&("x-big".to_string(), big)));
     }
 
@@ -1841,7 +1717,7 @@ mod tests {
         let mut out = Vec::new();
         let request = b"GET /x HTTP/1.1\r\nX-Custom: one\r\n\r\n";
         c.open(&mut out, request).expect("opens");
-        let mut decoder = Decoder::new();
+        let mut decoder = Decoder::new(4096);
         decode_block(&mut decoder, &frames(&out)[0].1);
         feed(&mut c, &Server::new(&[(frame::SETTINGS_HEADER_TABLE_SIZE, 0)]).bytes, 100);
         out.clear();
@@ -1883,35 +1759,5 @@ mod tests {
         assert_eq!(borrowed.as_ptr() as usize, at);
         list = recycle(borrowed);
         assert_eq!((list.as_ptr() as usize, list.capacity(), list.len()), (at, 16, 0));
-    }
-
-    /// The static subset's indexes are the RFC's (loona-hpack's decoder has the whole table), and the dynamic
-    /// table stays in step with a decoder through evictions, name references and a field too large to index.
-    #[test]
-    fn the_field_encoder_agrees_with_a_decoder() {
-        let mut encoder = FieldEncoder::new(4096);
-        let mut decoder = Decoder::new();
-        let mut block = Vec::new();
-        for &(_, name, value) in STATIC {
-            encoder.encode(name, value, &mut block);
-            encoder.encode(name, b"other", &mut block);
-        }
-        let got = decoder.decode(&block).expect("decodes");
-        let expected: Vec<(Vec<u8>, Vec<u8>)> =
-            STATIC.iter().flat_map(|&(_, n, v)| [(n.to_vec(), v.to_vec()), (n.to_vec(), b"other".to_vec())]).collect();
-        assert_eq!(got, expected);
-        let big = vec![b'b'; 5000];
-        for round in 0..300 {
-            block.clear();
-            let path = format!("/items/{}", round % 150);
-            let fields: [(&[u8], &[u8]); 4] =
-                [(b":path", path.as_bytes()), (b"x-round", b"same"), (b"x-big", &big), (b"x-round", path.as_bytes())];
-            for (name, value) in fields {
-                encoder.encode(name, value, &mut block);
-            }
-            let got = decoder.decode(&block).expect("decodes");
-            assert_eq!(got, fields.iter().map(|(n, v)| (n.to_vec(), v.to_vec())).collect::<Vec<_>>(), "round {round}");
-        }
-        assert!(encoder.size <= 4096 && encoder.table.len() + encoder.spare.len() < 4096 / 32);
     }
 }

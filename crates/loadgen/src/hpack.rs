@@ -1,31 +1,46 @@
-//! HPACK (RFC 7541), the decoding side: the static table, the dynamic table the server's blocks fill, integers,
-//! string literals and Huffman coding. A block is decoded field by field into a callback that borrows each name
-//! and value (from the block, a table, or a scratch buffer for Huffman-coded strings), so a response's header
-//! block costs no allocation unless it adds to the dynamic table.
+//! HPACK (RFC 7541) for loadgen's HTTP/2 client: the static table, dynamic tables, integers, string literals
+//! and Huffman decoding.
 //!
-//! Ours rather than a crate's: loona-hpack, the maintained decoder we used first, builds a hash map for every
-//! Huffman-coded string it decodes (hpack-rs's design), which cost about 100,000 instructions per response
-//! against hyper's server (it codes content-length and date values each time). Huffman decoding here walks a
-//! table of 256 states by 4-bit steps, built once per process from the code of RFC 7541 Appendix B.
+//! [`Encoder`] writes request fields: an indexed field when the table has it, otherwise a literal with
+//! incremental indexing, so a repeated request costs about a byte per field. loona-hpack's encoder never
+//! indexes a field whose name is in the static table (`:authority`, `:path`, `user-agent`…), so every request
+//! would carry those values again. No Huffman coding: it would cost CPU per request to save bytes on first use.
+//!
+//! [`Decoder`] reads response blocks field by field into a callback that borrows each name and value (from the
+//! block, a table, or a scratch buffer for Huffman-coded strings), so a block costs no allocation unless it adds
+//! to the dynamic table. Ours rather than a crate's: loona-hpack, the maintained decoder we used first, builds
+//! a hash map for every Huffman-coded string it decodes (hpack-rs's design), which cost about 100,000
+//! instructions per response against hyper's server (it codes content-length and date values each time).
+//! Huffman decoding here walks a table of 256 states by 4-bit steps, built once per process from the code of
+//! RFC 7541 Appendix B.
 
 use std::collections::VecDeque;
 use std::sync::LazyLock;
 
 /// Why a header block could not be decoded: each is a COMPRESSION_ERROR for the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.reason())]
 pub enum HpackError {
-    #[error("HPACK block cut short")]
     Truncated,
-    #[error("HPACK integer too large")]
     Integer,
-    #[error("HPACK index 0 or beyond the tables")]
     Index,
-    #[error("HPACK Huffman string invalid (EOS, or padding that is not the EOS prefix)")]
     Huffman,
-    #[error("HPACK table size update above the limit we advertised")]
     TableSize,
-    #[error("HPACK table size update after a field")]
     SizeUpdateLate,
+}
+
+impl HpackError {
+    /// The message, as the `'static` reason a connection error carries.
+    pub fn reason(self) -> &'static str {
+        match self {
+            HpackError::Truncated => "HPACK block cut short",
+            HpackError::Integer => "HPACK integer too large",
+            HpackError::Index => "HPACK index 0 or beyond the tables",
+            HpackError::Huffman => "HPACK Huffman string invalid (EOS, or padding that is not the EOS prefix)",
+            HpackError::TableSize => "HPACK table size update above the limit we advertised",
+            HpackError::SizeUpdateLate => "HPACK table size update after a field",
+        }
+    }
 }
 
 /// RFC 7541 Appendix A.
@@ -128,6 +143,127 @@ const HUFFMAN_LENGTHS: [u8; 257] = [
     27, 27, 27, 20, 24, 20, 21, 22, 21, 21, 23, 22, 22, 25, 25, 24, 24, 26, 23, 26, 27, 26, 26, 27, 27, 27, 27, 27, 28,
     27, 27, 27, 27, 27, 26, 30,
 ];
+
+/// A few entries of HPACK's static table (RFC 7541 Appendix A) with their indexes: the pseudo-header values
+/// requests use most and the names of common request headers. A field that matches none is sent as a literal
+/// once and found in the dynamic table afterwards, so the rest of the static table would only save bytes on
+/// first use.
+const STATIC_SUBSET: &[(usize, &[u8], &[u8])] = &[
+    (1, b":authority", b""),
+    (2, b":method", b"GET"),
+    (3, b":method", b"POST"),
+    (4, b":path", b"/"),
+    (6, b":scheme", b"http"),
+    (7, b":scheme", b"https"),
+    (16, b"accept-encoding", b"gzip, deflate"),
+    (19, b"accept", b""),
+    (23, b"authorization", b""),
+    (28, b"content-length", b""),
+    (31, b"content-type", b""),
+    (32, b"cookie", b""),
+    (58, b"user-agent", b""),
+];
+/// Entries in the whole static table: the dynamic table's indexes start after them.
+const STATIC_LEN: usize = STATIC_TABLE.len();
+
+/// The request side of HPACK (RFC 7541): an indexed field when the static subset or the dynamic table has it,
+/// otherwise a literal with incremental indexing (its name indexed when a table has the name), so the next
+/// request finds it. A field too large for the table is sent without indexing rather than emptying the table.
+#[derive(Debug)]
+pub struct Encoder {
+    /// The dynamic table, newest first, and its size as HPACK counts it (32 bytes per entry on top).
+    table: VecDeque<(Vec<u8>, Vec<u8>)>,
+    size: usize,
+    max: usize,
+    /// Evicted entries, whose buffers the next insertions reuse.
+    spare: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Encoder {
+    pub fn new(max: usize) -> Encoder {
+        Encoder { table: VecDeque::new(), size: 0, max, spare: Vec::new() }
+    }
+
+    /// A new maximum size (the caller signals it to the server in the next block).
+    pub fn set_max(&mut self, max: usize) {
+        self.max = max;
+        self.evict_for(0);
+    }
+
+    fn evict_for(&mut self, room: usize) {
+        while self.size + room > self.max {
+            let Some(entry) = self.table.pop_back() else { break };
+            self.size -= entry.0.len() + entry.1.len() + 32;
+            self.spare.push(entry);
+        }
+    }
+
+    pub fn encode(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        let mut name_index = None;
+        for &(index, n, v) in STATIC_SUBSET {
+            if n == name {
+                if v == value {
+                    return write_integer(out, index, 7, 0x80);
+                }
+                name_index.get_or_insert(index);
+            }
+        }
+        for (k, (n, v)) in self.table.iter().enumerate() {
+            if n.as_slice() == name {
+                if v.as_slice() == value {
+                    return write_integer(out, STATIC_LEN + 1 + k, 7, 0x80);
+                }
+                name_index.get_or_insert(STATIC_LEN + 1 + k);
+            }
+        }
+        let size = name.len() + value.len() + 32;
+        let (prefix, pattern) = if size > self.max { (4, 0x00) } else { (6, 0x40) };
+        write_integer(out, name_index.unwrap_or(0), prefix, pattern);
+        if name_index.is_none() {
+            write_string(out, name);
+        }
+        write_string(out, value);
+        if size > self.max {
+            return;
+        }
+        // The name index above was resolved before the insertion, as the decoder resolves it.
+        self.evict_for(size);
+        let (mut n, mut v) = self.spare.pop().unwrap_or_default();
+        n.clear();
+        n.extend_from_slice(name);
+        v.clear();
+        v.extend_from_slice(value);
+        self.table.push_front((n, v));
+        self.size += size;
+    }
+}
+
+/// An HPACK integer with a `prefix`-bit prefix after the `pattern` bits (RFC 7541 §5.1).
+pub fn write_integer(out: &mut Vec<u8>, value: usize, prefix: u8, pattern: u8) {
+    let mask = (1usize << prefix) - 1;
+    if value < mask {
+        out.push(pattern | value as u8);
+        return;
+    }
+    out.push(pattern | mask as u8);
+    let mut rest = value - mask;
+    while rest >= 0x80 {
+        out.push(0x80 | (rest & 0x7f) as u8);
+        rest >>= 7;
+    }
+    out.push(rest as u8);
+}
+
+/// An HPACK string literal, not Huffman-coded (RFC 7541 §5.2).
+pub fn write_string(out: &mut Vec<u8>, bytes: &[u8]) {
+    write_integer(out, bytes.len(), 7, 0);
+    out.extend_from_slice(bytes);
+}
+
+/// An HPACK dynamic table size update (RFC 7541 §6.3): `001` and the size as a 5-bit-prefix integer.
+pub fn write_table_size_update(out: &mut Vec<u8>, size: u32) {
+    write_integer(out, size as usize, 5, 0x20);
+}
 
 /// The decoder of one connection: its dynamic table and scratch buffers.
 #[derive(Debug)]
@@ -501,5 +637,43 @@ mod tests {
         let mut out = Vec::new();
         huffman_decode(&coded, &mut out).expect("decodes");
         assert_eq!(out, input);
+    }
+
+    fn decode_owned(decoder: &mut Decoder, block: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        decoder.decode(block, |n, v| out.push((n.to_vec(), v.to_vec()))).expect("decodes");
+        out
+    }
+
+    /// The static subset's indexes are the RFC's, and the encoder's dynamic table stays in step with the
+    /// decoder's through evictions, name references and a field too large to index.
+    #[test]
+    fn the_field_encoder_agrees_with_a_decoder() {
+        let mut encoder = Encoder::new(4096);
+        let mut decoder = Decoder::new(4096);
+        let mut block = Vec::new();
+        for &(_, name, value) in STATIC_SUBSET {
+            encoder.encode(name, value, &mut block);
+            encoder.encode(name, b"other", &mut block);
+        }
+        let got = decode_owned(&mut decoder, &block);
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = STATIC_SUBSET
+            .iter()
+            .flat_map(|&(_, n, v)| [(n.to_vec(), v.to_vec()), (n.to_vec(), b"other".to_vec())])
+            .collect();
+        assert_eq!(got, expected);
+        let big = vec![b'b'; 5000];
+        for round in 0..300 {
+            block.clear();
+            let path = format!("/items/{}", round % 150);
+            let fields: [(&[u8], &[u8]); 4] =
+                [(b":path", path.as_bytes()), (b"x-round", b"same"), (b"x-big", &big), (b"x-round", path.as_bytes())];
+            for (name, value) in fields {
+                encoder.encode(name, value, &mut block);
+            }
+            let got = decode_owned(&mut decoder, &block);
+            assert_eq!(got, fields.iter().map(|(n, v)| (n.to_vec(), v.to_vec())).collect::<Vec<_>>(), "round {round}");
+        }
+        assert!(encoder.size <= 4096 && encoder.table.len() + encoder.spare.len() < 4096 / 32);
     }
 }
