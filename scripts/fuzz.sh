@@ -17,8 +17,8 @@ if ! [[ "$seconds" =~ ^([1-9][0-9]*|--build-only|--fetch-only)$ ]]; then
   exit 64
 fi
 
-targets=(loadgen_response scribe_filter flight_request)
-declare -A dicts=([loadgen_response]=http [flight_request]=http [scribe_filter]=scribe)
+targets=(loadgen_response loadgen_h2 scribe_filter flight_request)
+declare -A dicts=([loadgen_response]=http [loadgen_h2]=h2 [flight_request]=http [scribe_filter]=scribe)
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "== installing cargo-fuzz"
