@@ -78,6 +78,9 @@ pin_project_lite::pin_project! {
         protocol: Protocol<I, S>,
         // The server's shutdown was seen and the graceful close began.
         stopping: bool,
+        // The task's waker is in `Live`. Once is enough: a `Serving` is the whole of its spawned task, whose
+        // waker does not change between polls.
+        registered: bool,
         // An HTTP/2 deadline passed: the GOAWAY is out and the socket closes at this time.
         closing: Option<Pin<Box<tokio::time::Sleep>>>,
         _live: LiveGuard,
@@ -90,7 +93,7 @@ where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
 {
     pub(crate) fn new(protocol: Protocol<I, S>, live: &Live) -> Self {
-        Serving { protocol, stopping: false, closing: None, _live: live.guard() }
+        Serving { protocol, stopping: false, registered: false, closing: None, _live: live.guard() }
     }
 }
 
@@ -109,8 +112,9 @@ where
             if live.0.stopping() {
                 *this.stopping = true;
                 this.protocol.as_mut().graceful_shutdown();
-            } else {
+            } else if !*this.registered {
                 live.register(cx.waker());
+                *this.registered = true;
             }
         }
         let polled = match this.protocol.as_mut().project() {
@@ -200,14 +204,9 @@ impl Live {
 pub(crate) struct LiveGuard(Rc<LiveState>, usize);
 
 impl LiveGuard {
-    /// Keeps the connection's waker for [`Live::stop`]; a task's waker rarely changes, so this is usually a
-    /// comparison.
+    /// Keeps the connection's waker for [`Live::stop`].
     fn register(&self, waker: &Waker) {
-        let mut wakers = self.0.wakers.borrow_mut();
-        let slot = &mut wakers[self.1];
-        if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
-            *slot = Some(waker.clone());
-        }
+        self.0.wakers.borrow_mut()[self.1] = Some(waker.clone());
     }
 }
 
