@@ -95,11 +95,23 @@ where
     (io, service, ConnHandle(conn))
 }
 
+/// HTTP/2: what one connection may read in one poll of its task before it yields the worker. hyper's HTTP/2
+/// decodes frames for as long as the socket has any, with no budget of its own, so a client flooding SETTINGS
+/// or PING frames held the worker for tens of milliseconds at a time and every other connection on it waited
+/// (tests/tests/http2_attacks.rs measured another client's p99 past 100 ms). 64 KiB is four full DATA frames:
+/// an honest connection rarely meets it.
+const READ_BUDGET: usize = 64 * 1024;
+
 /// What the driver of an HTTP/2 connection needs of its [`ConnState`]: whether a deadline of the connection as
-/// a whole has passed.
+/// a whole has passed, and a fresh read budget for each poll.
 pub(crate) struct ConnHandle(Rc<ConnState>);
 
 impl ConnHandle {
+    /// A poll of the connection's task begins: it may read [`READ_BUDGET`] bytes in it.
+    pub(crate) fn refill_read_budget(&self) {
+        self.0.read_budget.set(READ_BUDGET);
+    }
+
     /// HTTP/2's connection-wide deadlines, which hyper's HTTP/2 has none of. Ready with the reason once one
     /// passed; the driver then closes the connection with a GOAWAY.
     /// * idle: no stream in flight for `--keep-alive-timeout` (a preface or a HEADERS frame cut short is idle
@@ -137,6 +149,8 @@ struct ConnState {
     responding: Cell<u32>,
     /// HTTP/2: when a write last moved bytes.
     written_at: Cell<Instant>,
+    /// HTTP/2: bytes the connection may still read in this poll of its task ([`READ_BUDGET`]).
+    read_budget: Cell<usize>,
     idle_since: Cell<Instant>,
     head_started: Cell<Option<Instant>>,
     /// While a request is in flight: since when no byte has moved (None while bytes flow).
@@ -174,6 +188,7 @@ impl ConnState {
             in_flight: Cell::new(0),
             responding: Cell::new(0),
             written_at: Cell::new(Instant::now()),
+            read_budget: Cell::new(READ_BUDGET),
             idle_since: Cell::new(Instant::now()),
             head_started: Cell::new(None),
             stalled_since: Cell::new(None),
@@ -409,12 +424,21 @@ impl<I: AsyncWrite + Unpin> IdleIo<I> {
 impl<I: AsyncRead + AsyncWrite + Unpin> AsyncRead for IdleIo<I> {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.conn.http2 && this.conn.read_budget.get() == 0 {
+            // The budget of this poll is spent: the task goes to the back of the worker's queue (woken, so it is
+            // polled again after the others) and the bytes wait in the socket.
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         let before = buf.filled().len();
         match Pin::new(&mut this.io).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
                 let got = buf.filled().len() - before;
                 if got > 0 {
                     this.conn.received(got);
+                    if this.conn.http2 {
+                        this.conn.read_budget.set(this.conn.read_budget.get().saturating_sub(got));
+                    }
                 }
                 Poll::Ready(Ok(()))
             }

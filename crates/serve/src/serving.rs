@@ -119,7 +119,10 @@ where
         }
         let polled = match this.protocol.as_mut().project() {
             ProtocolProj::Http1 { conn } => conn.poll(cx),
-            ProtocolProj::Http2 { conn, .. } => conn.poll(cx),
+            ProtocolProj::Http2 { conn, handle } => {
+                handle.refill_read_budget();
+                conn.poll(cx)
+            }
         };
         if polled.is_ready() {
             return polled;
