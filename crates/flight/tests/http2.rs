@@ -276,41 +276,9 @@ fn h2_one(server: &TestServer, request: Req<'_>) -> Response {
     exchange.responses.remove(0)
 }
 
-/// Headers HTTP/2 forbids (RFC 9113 §8.2.2), as testkit::h2 lists them.
-const CONNECTION_SPECIFIC: [&str; 5] = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
-
-/// same_over_h2's rule for two answers to two requests that differ only where the server's state makes them
-/// (a cookie): the same status and body bytes, the same headers but `date` and connection-specific ones (for
-/// `volatile` names only the name), and no connection-specific header over HTTP/2.
+/// same_over_h2's rule (testkit::h2::differences) for two answers fetched apart: to two requests that differ
+/// only where the server's state makes them (a cookie).
 fn assert_no_differences(what: &str, over_h1: &Response, over_h2: &Response, volatile: &[&str]) {
-    let comparable = |res: &Response| {
-        let mut fields: Vec<(String, String)> = res
-            .headers
-            .iter()
-            .filter(|(name, _)| name != "date" && !CONNECTION_SPECIFIC.contains(&name.as_str()))
-            .map(|(name, value)| {
-                (name.clone(), if volatile.contains(&name.as_str()) { String::new() } else { value.clone() })
-            })
-            .collect();
-        fields.sort();
-        fields
-    };
-    let forbidden: Vec<&String> = over_h2
-        .headers
-        .iter()
-        .map(|(name, _)| name)
-        .filter(|name| CONNECTION_SPECIFIC.contains(&name.as_str()))
-        .collect();
-    assert!(forbidden.is_empty(), "{what}: the HTTP/2 answer carries {forbidden:?}");
-    assert_eq!(over_h1.status, over_h2.status, "{what}: status over HTTP/1.1 and HTTP/2");
-    let start = |body: &[u8]| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-    assert!(
-        over_h1.body == over_h2.body,
-        "{what}: body over HTTP/1.1 ({} bytes, {:?}...) and HTTP/2 ({} bytes, {:?}...)",
-        over_h1.body.len(),
-        start(&over_h1.body),
-        over_h2.body.len(),
-        start(&over_h2.body)
-    );
-    assert_eq!(comparable(over_h1), comparable(over_h2), "{what}: headers over HTTP/1.1 and HTTP/2");
+    let found = testkit::h2::differences(what, over_h1, over_h2, volatile);
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }

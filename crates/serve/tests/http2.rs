@@ -19,12 +19,7 @@ use testkit::h2::{Req, same_over_h2, send, send_tls};
 use testkit::tls::Client;
 use tower::service_fn;
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-const SETTINGS: u8 = 0x4;
-const GOAWAY: u8 = 0x7;
-const HEADERS: u8 = 0x1;
-const DATA: u8 = 0x0;
-const RST_STREAM: u8 = 0x3;
+use loadgen::h2_frame::{self as h2, DATA, GOAWAY, HEADERS, PREFACE, RST_STREAM, SETTINGS};
 
 /// One frame as read: type, flags, stream and payload.
 #[derive(Debug)]
@@ -35,37 +30,30 @@ struct Frame {
     payload: Vec<u8>,
 }
 
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let len = payload.len() as u32;
-    let mut out = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
-    out.extend_from_slice(&stream.to_be_bytes());
-    out.extend_from_slice(payload);
-    out
-}
-
 /// The client's preface and a SETTINGS frame with `settings` (identifier, value).
 fn client_start(settings: &[(u16, u32)]) -> Vec<u8> {
-    let payload: Vec<u8> =
-        settings.iter().flat_map(|(id, value)| [&id.to_be_bytes()[..], &value.to_be_bytes()].concat()).collect();
-    [PREFACE, &frame(SETTINGS, 0, 0, &payload)].concat()
+    let mut out = PREFACE.to_vec();
+    h2::write_settings(&mut out, settings);
+    out
 }
 
 /// HEADERS for `GET /` on stream 1, ending the stream: the static table's :method GET, :scheme http, :path /,
 /// and :authority `test` as a literal (RFC 7541 appendix A).
 fn get_root(stream: u32) -> Vec<u8> {
     let block = [&[0x82, 0x86, 0x84, 0x41, 0x04][..], b"test"].concat();
-    frame(HEADERS, 0x4 | 0x1, stream, &block)
+    let mut out = Vec::new();
+    h2::write_headers(&mut out, stream, h2::END_HEADERS | h2::END_STREAM, &block);
+    out
 }
 
 /// Reads one frame; None at the end of the stream (or a read error).
 fn read_frame(stream: &mut TcpStream) -> Option<Frame> {
-    let mut head = [0u8; 9];
+    let mut head = [0u8; h2::HEADER_LEN];
     stream.read_exact(&mut head).ok()?;
-    let len = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
-    let mut payload = vec![0u8; len];
+    let h = h2::FrameHeader::parse(&head)?;
+    let mut payload = vec![0u8; h.length as usize];
     stream.read_exact(&mut payload).ok()?;
-    let id = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
-    Some(Frame { kind: head[3], flags: head[4], stream: id, payload })
+    Some(Frame { kind: h.kind, flags: h.flags, stream: h.stream, payload })
 }
 
 /// Every frame until the server closes the connection (bounded by the socket's read timeout).

@@ -126,49 +126,59 @@ where
 const CONNECTION_SPECIFIC: [&str; 5] = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
 
 /// Sends each request over HTTP/1.1 (one connection each, [`crate::http::request`]) and all of them as streams
-/// of one HTTP/2 connection, and compares: status, body bytes, and headers (every name and value, in any order)
-/// but `date`, the connection-specific ones HTTP/1.1 may carry, and those named in `volatile`, whose values
-/// change per request (a session cookie, a rate-limit count): of those only the names must match. Also fails
-/// when the HTTP/2 answer carries a connection-specific header. Returns every difference, one per line.
+/// of one HTTP/2 connection, and compares each pair with [`differences`]. Returns every difference, one per
+/// line.
 pub fn same_over_h2(addr: SocketAddr, requests: &[Req<'_>], volatile: &[&str]) -> Result<(), String> {
     let h2 = send(addr, requests).map_err(|e| format!("HTTP/2 to {addr}: {e}"))?;
-    let mut differences = Vec::new();
+    let mut found = Vec::new();
     for (req, over_h2) in requests.iter().zip(&h2.responses) {
         let over_h1 = crate::http::request(addr, req.method, req.target, req.headers, req.body);
-        let what = format!("{} {}", req.method, req.target);
-        if over_h1.status != over_h2.status {
-            differences
-                .push(format!("{what}: status {} over HTTP/1.1, {} over HTTP/2", over_h1.status, over_h2.status));
-        }
-        if over_h1.body != over_h2.body {
-            differences.push(format!(
-                "{what}: body {:?} over HTTP/1.1, {:?} over HTTP/2",
-                String::from_utf8_lossy(&over_h1.body),
-                String::from_utf8_lossy(&over_h2.body)
-            ));
-        }
-        for (name, _) in &over_h2.headers {
-            if CONNECTION_SPECIFIC.contains(&name.as_str()) {
-                differences.push(format!("{what}: HTTP/2 answer carries {name}"));
-            }
-        }
-        let comparable = |response: &Response| {
-            let mut fields: Vec<(String, String)> = response
-                .headers
-                .iter()
-                .filter(|(name, _)| name != "date" && !CONNECTION_SPECIFIC.contains(&name.as_str()))
-                .map(|(name, value)| {
-                    let value = if volatile.contains(&name.as_str()) { String::new() } else { value.clone() };
-                    (name.clone(), value)
-                })
-                .collect();
-            fields.sort();
-            fields
-        };
-        let (h1_fields, h2_fields) = (comparable(&over_h1), comparable(over_h2));
-        if h1_fields != h2_fields {
-            differences.push(format!("{what}: headers {h1_fields:?} over HTTP/1.1, {h2_fields:?} over HTTP/2"));
+        found.extend(differences(&format!("{} {}", req.method, req.target), &over_h1, over_h2, volatile));
+    }
+    if found.is_empty() { Ok(()) } else { Err(found.join("\n")) }
+}
+
+/// How an answer over HTTP/2 differs from one over HTTP/1.1, `what` naming it in each line: status, body bytes,
+/// and headers (every name and value, in any order) but `date`, the connection-specific ones HTTP/1.1 may
+/// carry, and those named in `volatile`, whose values change per request (a session cookie, a rate-limit
+/// count): of those only the names must match. A connection-specific header in the HTTP/2 answer is a
+/// difference too. Empty: the same answer.
+pub fn differences(what: &str, over_h1: &Response, over_h2: &Response, volatile: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    if over_h1.status != over_h2.status {
+        found.push(format!("{what}: status {} over HTTP/1.1, {} over HTTP/2", over_h1.status, over_h2.status));
+    }
+    if over_h1.body != over_h2.body {
+        let start = |body: &[u8]| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+        found.push(format!(
+            "{what}: body of {} bytes {:?} over HTTP/1.1, of {} bytes {:?} over HTTP/2",
+            over_h1.body.len(),
+            start(&over_h1.body),
+            over_h2.body.len(),
+            start(&over_h2.body)
+        ));
+    }
+    for (name, _) in &over_h2.headers {
+        if CONNECTION_SPECIFIC.contains(&name.as_str()) {
+            found.push(format!("{what}: HTTP/2 answer carries {name}"));
         }
     }
-    if differences.is_empty() { Ok(()) } else { Err(differences.join("\n")) }
+    let comparable = |response: &Response| {
+        let mut fields: Vec<(String, String)> = response
+            .headers
+            .iter()
+            .filter(|(name, _)| name != "date" && !CONNECTION_SPECIFIC.contains(&name.as_str()))
+            .map(|(name, value)| {
+                let value = if volatile.contains(&name.as_str()) { String::new() } else { value.clone() };
+                (name.clone(), value)
+            })
+            .collect();
+        fields.sort();
+        fields
+    };
+    let (h1_fields, h2_fields) = (comparable(over_h1), comparable(over_h2));
+    if h1_fields != h2_fields {
+        found.push(format!("{what}: headers {h1_fields:?} over HTTP/1.1, {h2_fields:?} over HTTP/2"));
+    }
+    found
 }
