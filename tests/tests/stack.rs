@@ -764,6 +764,24 @@ fn flight_rs_serves_https_with_the_tls_override() {
         },
     );
 
+    // HTTP/2 by ALPN (#46): the same answer as over HTTP/1.1.
+    let addr = SocketAddr::from(([127, 0, 0, 1], FLIGHT));
+    let h2 = testkit::h2::send_tls(addr, &client, &[testkit::h2::Req::get("/api/hello")]);
+    checks.check(
+        "flight-rs with tls.yml: GET /api/hello over HTTP/2 (ALPN h2), the same answer as over HTTP/1.1",
+        h2.as_ref().is_ok_and(|exchange| {
+            let over_h1 = tls12.as_ref().map(|(_, _, r)| r.body.clone()).unwrap_or_default();
+            exchange.alpn.as_deref() == Some(&b"h2"[..])
+                && exchange.responses.first().is_some_and(|r| r.status == 200 && r.body == over_h1)
+        }),
+        || match &h2 {
+            Ok(exchange) => {
+                format!("ALPN {:?}, {:?}", exchange.alpn, exchange.responses.first().map(|r| shown(r, 200)))
+            }
+            Err(e) => e.to_string(),
+        },
+    );
+
     // Plain HTTP to the HTTPS port: no HTTP answer, and the connection is closed.
     let plain_http = Conn::open(SocketAddr::from(([127, 0, 0, 1], FLIGHT))).and_then(|mut conn| {
         conn.write(&request_bytes("GET", b"/healthz", &[], None))?;
@@ -798,5 +816,14 @@ fn flight_rs_serves_https_with_the_tls_override() {
     checks.check("flight-rs recreated without tls.yml: plain HTTP /healthz 200 again", r.status == 200, || {
         shown(&r, 200)
     });
+    let h2c = testkit::h2::send(SocketAddr::from(([127, 0, 0, 1], FLIGHT)), &[testkit::h2::Req::get("/healthz")]);
+    checks.check(
+        "flight-rs without tls.yml: /healthz 200 over h2c (prior knowledge) on the same port",
+        h2c.as_ref().is_ok_and(|exchange| exchange.responses.first().is_some_and(|r| r.status == 200)),
+        || match &h2c {
+            Ok(exchange) => format!("{:?}", exchange.responses.first().map(|r| shown(r, 200))),
+            Err(e) => e.to_string(),
+        },
+    );
     checks.finish();
 }
