@@ -52,8 +52,9 @@ pub enum Cmd {
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Comma list of hello-bare, hello-default, hello-production, json-2k, static, notes-read, notes-write,
-    /// metadata, ladder-empty, ladder-validate, ladder-sqlite, ladder-postgres (or `all`).
-    #[arg(long, env = "COMPARE_WORKLOADS", default_value = "all", display_order = 0)]
+    /// metadata, ladder-empty, ladder-validate, ladder-sqlite, ladder-postgres, … and groups: `default` (every
+    /// workload but the HTTP/2 ones), `all`, `h2` (hello-h2, hello-h2c, json-h2, ladder-h2).
+    #[arg(long, env = "COMPARE_WORKLOADS", default_value = "default", display_order = 0)]
     pub workloads: String,
     /// Comma list of rust, bun, node, flight-node (the real Flight 2.0.2: hello-default, -production, static),
     /// koa (hello-bare), floor (or `all`), and bun-shipped and node-shipped (the Scribe peers' original write
@@ -335,7 +336,7 @@ mod tests {
         let f = parse(&["--full", "--runs", "5"]).expect("full with a flag");
         assert_eq!((f.runs, f.duration), (5, Duration::from_secs(20)));
         assert!(parse(&["--full", "--quick"]).is_err());
-        assert_eq!(c.workloads, workloads::Workload::ALL);
+        assert_eq!(c.workloads, workloads::Workload::default_run());
         assert_eq!(c.runtimes, runtimes::ALL.to_vec());
         let q = parse(&["--quick"]).expect("quick");
         assert_eq!(

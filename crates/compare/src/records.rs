@@ -156,6 +156,25 @@ pub struct TlsSeen {
     pub failures: BTreeMap<String, u64>,
 }
 
+/// What an HTTP/2 run spoke, as loadgen counted it (its report's `http2`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Http2Seen {
+    /// Concurrent streams per connection asked for (`--streams`).
+    pub streams: u32,
+    /// Connections by the protocol they spoke (`h2`; anything else voids the run).
+    pub negotiated: BTreeMap<String, u64>,
+    pub streams_opened: u64,
+    /// RST_STREAM REFUSED_STREAM from the server.
+    pub refused: u64,
+    /// Other RST_STREAMs and GOAWAYs from the server, by error code.
+    pub resets: BTreeMap<String, u64>,
+    pub goaways: BTreeMap<String, u64>,
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (None: unlimited, or no SETTINGS seen).
+    pub server_max_streams: Option<u32>,
+    /// `streams` was above it: the streams each connection kept open instead.
+    pub capped_at: Option<u32>,
+}
+
 /// What a write run left in its database, read back after the load (stored.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stored {
@@ -275,6 +294,9 @@ pub struct Record {
     /// TLS runs: what was negotiated, and the handshakes. Absent in older records.
     #[serde(default)]
     pub tls: Option<TlsSeen>,
+    /// HTTP/2 runs: the streams asked for and what loadgen saw of the protocol. Absent elsewhere.
+    #[serde(default)]
+    pub http2: Option<Http2Seen>,
     /// metadata-cached: Redis lookups that hit and missed over the window. Absent elsewhere.
     #[serde(default)]
     pub cache: Option<CacheSeen>,
@@ -351,6 +373,7 @@ impl Record {
             lookups: None,
             connections_opened: None,
             tls: None,
+            http2: None,
             cache: None,
             db_rtt_ms: None,
             db_proxy_cpu_us_per_resp: None,

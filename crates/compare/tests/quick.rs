@@ -29,6 +29,8 @@ fn quick_comparison_of_every_workload() {
         // Shorter runs than --quick's 2 s after 1 s of warmup: nothing here is a figure, and this one test
         // was 40% of the test suite's time.
         .args(["--quick", "--duration", "1s", "--warmup", "500ms"])
+        // Every workload, the HTTP/2 ones too (the default run leaves them out).
+        .args(["--workloads", "all"])
         // 32 connections, not the workloads' 50-128: a one-second run voids a runtime that has not finished
         // every handshake, and a cold Node behind this debug loader took over a second for its hundredth TLS
         // handshake while serving the first ones (13 of 100 unestablished in one CI run).
@@ -132,6 +134,13 @@ fn quick_comparison_of_every_workload() {
         }
         if w.name() == "hello-handshake" {
             assert_eq!(r.tls.as_ref().map(|t| t.resumed_handshakes), Some(0), "{r:?}");
+        }
+        // HTTP/2: every connection spoke h2 (over TLS by ALPN, h2c by prior knowledge) with the streams asked.
+        let streams = w.connecting().http2_streams;
+        assert_eq!(r.http2.as_ref().map(|h| h.streams), streams, "{r:?}");
+        if let Some(h2) = &r.http2 {
+            assert_eq!(h2.negotiated.keys().collect::<Vec<_>>(), ["h2"], "{r:?}");
+            assert_eq!((h2.refused, h2.capped_at), (0, None), "{r:?}");
         }
     }
     let md_text = std::fs::read_to_string(&md).expect("markdown");

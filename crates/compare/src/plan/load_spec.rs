@@ -24,6 +24,8 @@ pub struct LoadSpec {
     pub tls: Option<ClientTls>,
     /// Close and reconnect after this many requests (`--requests-per-conn`); None: keep-alive.
     pub requests_per_conn: Option<u32>,
+    /// HTTP/2 with this many streams per connection (`--http2 --streams N`); None: HTTP/1.1.
+    pub http2_streams: Option<u32>,
     /// How `vars` values are picked: at random (seeded, the same sequence on every runtime), or in order
     /// (`round_robin`), each list walking on by one per request.
     pub round_robin: bool,
@@ -44,6 +46,7 @@ impl LoadSpec {
             expect_headers: Vec::new(),
             tls: None,
             requests_per_conn: None,
+            http2_streams: None,
             round_robin: false,
         }
     }
@@ -57,6 +60,9 @@ impl LoadSpec {
         }
         if let Some(n) = self.requests_per_conn {
             a.extend(["--requests-per-conn".to_string(), n.to_string()]);
+        }
+        if let Some(n) = self.http2_streams {
+            a.extend(["--http2".to_string(), "--streams".to_string(), n.to_string()]);
         }
         let mut push = |xs: &[&str]| a.extend(xs.iter().map(|x| x.to_string()));
         if self.method != "GET" {

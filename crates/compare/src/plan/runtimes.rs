@@ -187,6 +187,11 @@ impl Runtime {
     /// out the ladder (about how per-request work adds up; its empty-handler figure is hello-bare's). A target
     /// is whatever the user says it is: its check voids it where it is not.
     pub fn serves(self, workload: Workload) -> bool {
+        // HTTP/2: rust and the Bun and Node peers serve it (bench/peers/http2.mjs); the frameworks, Flight 2.0.2,
+        // PHP and the floor are not set up for it.
+        if workload.connecting().http2_streams.is_some() {
+            return matches!(self, Runtime::Rust | Runtime::Bun | Runtime::Node | Runtime::Target(_));
+        }
         match self {
             // Flight 2.0.2 mounts backend routes in front of koa-compress: it cannot do json-2k's work.
             Runtime::FlightNode | Runtime::FlightBun => {

@@ -27,6 +27,9 @@ pub struct ServerSpec {
     /// The server speaks HTTPS with a certificate this CA signed: readiness polls and probes connect with TLS
     /// and verify it.
     pub tls_ca: Option<PathBuf>,
+    /// Readiness polls and probes speak HTTP/2 by prior knowledge (an h2c workload: node's server takes
+    /// nothing else).
+    pub h2c: bool,
 }
 
 impl ServerSpec {
@@ -41,6 +44,7 @@ impl ServerSpec {
             attach: None,
             discard_stdout: false,
             tls_ca: None,
+            h2c: false,
         }
     }
 }
@@ -123,6 +127,14 @@ pub fn server_spec(runtime: Runtime, workload: Workload, paths: &Paths, env: &Se
     if let Some(files) = &env.tls {
         spec.env.extend(tls_env(runtime, workload.service(), files));
         spec.tls_ca = Some(files.ca.clone());
+    }
+    if workload.connecting().http2_streams.is_some() {
+        // rust serves HTTP/2 by default; the peers by HTTP2=on (bench/peers/http2.mjs), and node's cleartext
+        // HTTP/2 server takes h2c only, so readiness and probes speak h2c there.
+        if runtime != Runtime::Rust {
+            spec.env.push(("HTTP2".into(), "on".into()));
+        }
+        spec.h2c = env.tls.is_none();
     }
     spec
 }

@@ -77,8 +77,9 @@ pub fn probe_client(ca: &Path) -> anyhow::Result<Arc<rustls::ClientConfig>> {
 }
 
 /// What a run's handshakes negotiated that differs from the pinned parameters, one line each; empty when
-/// every handshake agreed. `None`: a TLS run whose report has no TLS side at all.
-pub fn differences(seen: Option<&TlsCounts>) -> Vec<String> {
+/// every handshake agreed. `None`: a TLS run whose report has no TLS side at all. `http2`: the run asked for
+/// HTTP/2, so ALPN must have chosen h2.
+pub fn differences(seen: Option<&TlsCounts>, http2: bool) -> Vec<String> {
     let Some(seen) = seen else { return vec!["loadgen reported no TLS handshake".to_string()] };
     let mut out = Vec::new();
     let mut expect = |what: &str, counts: &std::collections::BTreeMap<String, u64>, allowed: &[&str]| {
@@ -95,7 +96,7 @@ pub fn differences(seen: Option<&TlsCounts>) -> Vec<String> {
     expect("cipher suite", &seen.cipher_suites, &[CIPHER_SUITE]);
     // A resumed TLS 1.3 handshake still exchanges a key (psk_dhe_ke), so the group is always there.
     expect("key-exchange group", &seen.groups, &[GROUP_SEEN]);
-    expect("ALPN protocol", &seen.alpn, &ALPN_SEEN);
+    expect("ALPN protocol", &seen.alpn, if http2 { &["h2"] } else { &ALPN_SEEN });
     out
 }
 
@@ -122,12 +123,16 @@ mod tests {
             "--cacert /w/ca.pem --tls-version 1.3 --tls-cipher TLS13_AES_128_GCM_SHA256 --tls-group x25519 \
              --tls-resume off"
         );
-        assert!(differences(Some(&counts("TLSv1.3", CIPHER_SUITE, "X25519", "http/1.1"))).is_empty());
-        assert!(differences(Some(&counts("TLSv1.3", CIPHER_SUITE, "X25519", "none"))).is_empty(), "Bun's ALPN");
-        let off = differences(Some(&counts("TLSv1.2", "TLS13_AES_256_GCM_SHA384", "X25519", "h2")));
+        assert!(differences(Some(&counts("TLSv1.3", CIPHER_SUITE, "X25519", "http/1.1")), false).is_empty());
+        assert!(differences(Some(&counts("TLSv1.3", CIPHER_SUITE, "X25519", "none")), false).is_empty(), "Bun's ALPN");
+        let off = differences(Some(&counts("TLSv1.2", "TLS13_AES_256_GCM_SHA384", "X25519", "h2")), false);
         assert_eq!(off.len(), 3, "{off:?}");
         assert_eq!(off[0], "negotiated version TLSv1.2 ×3 where every runtime is held to TLSv1.3");
-        assert_eq!(differences(None), ["loadgen reported no TLS handshake"]);
+        assert_eq!(differences(None, false), ["loadgen reported no TLS handshake"]);
+        // HTTP/2 runs: h2 and nothing else.
+        assert!(differences(Some(&counts("TLSv1.3", CIPHER_SUITE, "X25519", "h2")), true).is_empty());
+        let h1 = differences(Some(&counts("TLSv1.3", CIPHER_SUITE, "X25519", "http/1.1")), true);
+        assert_eq!(h1, ["negotiated ALPN protocol http/1.1 ×3 where every runtime is held to h2"]);
     }
 
     #[test]

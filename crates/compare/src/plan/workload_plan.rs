@@ -67,7 +67,9 @@ impl Plan {
             | Workload::HelloProduction
             | Workload::HelloHandshake
             | Workload::HelloResume
-            | Workload::HelloChurn => Plan::hello(workload),
+            | Workload::HelloChurn
+            | Workload::HelloH2
+            | Workload::HelloH2c => Plan::hello(workload),
             Workload::NotesRead => Plan::notes_read(workload, inputs.seed_notes),
             Workload::NotesWrite => Plan::notes_write(workload, inputs.dir)?,
             Workload::Metadata => Plan::metadata(workload, metadata()?),
@@ -76,12 +78,14 @@ impl Plan {
             | Workload::LadderValidate
             | Workload::LadderSqlite
             | Workload::LadderPostgres
-            | Workload::LadderTls => Plan::ladder(workload, metadata()?, inputs.dir)?,
-            Workload::JsonTls | Workload::LadderJson => Plan::json(workload),
+            | Workload::LadderTls
+            | Workload::LadderH2 => Plan::ladder(workload, metadata()?, inputs.dir)?,
+            Workload::JsonTls | Workload::LadderJson | Workload::JsonH2 => Plan::json(workload),
             Workload::Upstream | Workload::UpstreamSlow => Plan::upstream(workload),
         };
         let connecting = workload.connecting();
         plan.load.requests_per_conn = connecting.requests_per_conn;
+        plan.load.http2_streams = connecting.http2_streams;
         if connecting.tls {
             let files = inputs.certs.context("this run's certificate")?;
             plan.load.tls = Some(ClientTls { ca: files.ca.clone(), resume: connecting.resume });
@@ -179,7 +183,7 @@ impl Plan {
             probes.push(invalid("extra property", r#"{"id":"a","region":"en","tags":[],"x":1}"#));
             probes.push(invalid("bad id", r#"{"id":"no spaces allowed","region":"en","tags":[]}"#));
             probes.push(invalid("tags not strings", r#"{"id":"a","region":"en","tags":[1]}"#));
-            if workload != Workload::LadderValidate {
+            if rung != "validate" {
                 probes.push(post("absent id", ladder_body(&data.absent).as_bytes()));
             }
             probes.push(Probe::get(format!("GET {rung}"), &path));

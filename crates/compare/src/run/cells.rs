@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use crate::plan::load_spec::LoadSpec;
 use crate::plan::probe::{self, Outcome, Probe};
 use crate::plan::server_spec::ServerSpec;
-use crate::records::{CacheSeen, CapacityFound, Kind, LatencyUs, Record, TlsSeen};
+use crate::records::{CacheSeen, CapacityFound, Http2Seen, Kind, LatencyUs, Record, TlsSeen};
 use crate::run::bench::{Bench, LOADER_BOUND_PCT};
 use crate::run::deps::Database;
 use crate::run::loader;
@@ -396,9 +396,10 @@ fn window(
         rec.req_per_s = Some(rep.req_per_s);
         rec.latency_us = Some(latency(&rep.latency));
         rec.connections_opened = Some(rep.connections.opened);
+        rec.http2 = rep.http2.as_ref().map(|h| http2_seen(h, rep.config.pipeline));
         if input.load.tls.is_some() {
             rec.tls = rep.tls.as_ref().map(tls_seen);
-            for difference in crate::plan::tls::differences(rep.tls.as_ref().map(|t| &t.counts)) {
+            for difference in crate::plan::tls::differences(rep.tls.as_ref().map(|t| &t.counts), rep.config.http2) {
                 rec.void_because(difference);
             }
         }
@@ -454,6 +455,20 @@ fn latency(l: &loadgen::report::Latency) -> LatencyUs {
     // A report written by a loadgen before p95 was kept reads it as 0: no p95 rather than a false one.
     let p95 = (l.p95_us > 0 || l.count == 0).then_some(l.p95_us);
     LatencyUs { p50: l.p50_us, p95, p99: l.p99_us, p999: l.p99_9_us, max: l.max_us }
+}
+
+/// What a run's HTTP/2 did, as the record keeps it; `streams` is loadgen's `--streams` (its `pipeline`).
+fn http2_seen(h: &loadgen::stats::Http2Counts, streams: u32) -> Http2Seen {
+    Http2Seen {
+        streams,
+        negotiated: h.negotiated.clone(),
+        streams_opened: h.streams_opened,
+        refused: h.refused,
+        resets: h.resets.clone(),
+        goaways: h.goaways.clone(),
+        server_max_streams: h.server_settings.and_then(|s| s.max_concurrent_streams),
+        capped_at: h.capped_at,
+    }
 }
 
 /// What a run's handshakes negotiated, as the record keeps it.

@@ -191,6 +191,13 @@ pub fn void_reasons(run: &LoadgenRun, also_ok: &[u16], warmup: bool) -> Vec<Stri
     if let Some(why) = rep.tls.as_ref().and_then(|t| tls_failures(&t.counts)) {
         reasons.push(why);
     }
+    if let Some(h2) = &rep.http2 {
+        let other: Vec<String> =
+            h2.negotiated.iter().filter(|(spoke, _)| *spoke != "h2").map(|(spoke, n)| format!("{spoke} {n}")).collect();
+        if !other.is_empty() {
+            reasons.push(format!("HTTP/2 asked, the server spoke {} instead of h2", other.join(", ")));
+        }
+    }
     let c = &rep.connections;
     // A warmup may end before a cold server has finished every handshake (a JIT at its first hundred TLS
     // handshakes takes hundreds of milliseconds); a connection that failed shows as an error above.

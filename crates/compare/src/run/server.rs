@@ -50,6 +50,8 @@ pub struct Server {
     pub port: u16,
     /// HTTPS: the client configuration polls and probes use.
     tls: Option<Arc<rustls::ClientConfig>>,
+    /// Polls and probes speak h2c.
+    h2c: bool,
     started: Instant,
     log: PathBuf,
 }
@@ -59,7 +61,7 @@ impl Server {
         let tls = spec.tls_ca.as_deref().map(crate::plan::tls::probe_client).transpose()?;
         if let Some((port, pid)) = spec.attach {
             let (name, started, log) = (spec.name.clone(), Instant::now(), PathBuf::new());
-            return Ok(Server { proc: None, pid, name, port, tls, started, log });
+            return Ok(Server { proc: None, pid, name, port, tls, h2c: spec.h2c, started, log });
         }
         let port = free_port()?;
         let subst = |s: &str| s.replace("{port}", &port.to_string());
@@ -86,12 +88,12 @@ impl Server {
         let started = Instant::now();
         let proc = Spawned::spawn(cmd, &spec.name).with_context(|| format!("starting {}", spec.program.display()))?;
         let pid = Some(proc.pid());
-        Ok(Server { proc: Some(proc), pid, name: spec.name.clone(), port, tls, started, log })
+        Ok(Server { proc: Some(proc), pid, name: spec.name.clone(), port, tls, h2c: spec.h2c, started, log })
     }
 
     /// Where it listens and how to speak to it, for probes and priming.
     pub fn endpoint(&self) -> Endpoint {
-        Endpoint { port: self.port, tls: self.tls.clone() }
+        Endpoint { port: self.port, tls: self.tls.clone(), h2c: self.h2c }
     }
 
     /// The server's pid, when known: its process tree is what CPU and RSS are read from.

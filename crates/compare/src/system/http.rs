@@ -1,8 +1,9 @@
-//! compare's one HTTP/1.1 client, blocking and for a few requests at a time: readiness polls, probes,
-//! priming requests and seeding, in cleartext or over TLS (rustls, with the run's pinned parameters).
+//! compare's one HTTP client, blocking and for a few requests at a time: readiness polls, probes, priming
+//! requests and seeding, in cleartext or over TLS (rustls, with the run's pinned parameters), HTTP/1.1 or h2c.
 //! Responses are framed by loadgen's parser ([`loadgen::http1`], the one the load itself is measured
 //! with): Content-Length, chunked or close-delimited bodies, no body for HEAD, 204 and 304, interim 1xx
-//! responses skipped. Load itself always comes from loadgen.
+//! responses skipped; h2c by loadgen's HTTP/2 client ([`loadgen::h2`]), for the servers of an h2c workload that
+//! take nothing else (node:http2's cleartext server). Load itself always comes from loadgen.
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
@@ -115,11 +116,13 @@ pub struct Endpoint {
     pub port: u16,
     /// HTTPS with this client configuration; None: cleartext.
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Cleartext HTTP/2 by prior knowledge instead of HTTP/1.1 (ignored with TLS).
+    pub h2c: bool,
 }
 
 impl Endpoint {
     pub fn cleartext(port: u16) -> Endpoint {
-        Endpoint { port, tls: None }
+        Endpoint { port, tls: None, h2c: false }
     }
 }
 
@@ -154,6 +157,7 @@ pub fn request(
     let mut conn = Conn::connect_addr(SocketAddr::from((Ipv4Addr::LOCALHOST, port)), timeout)?;
     let head_request = method == "HEAD";
     match &endpoint.tls {
+        None if endpoint.h2c => h2c_exchange(conn.stream, &out),
         None => conn.exchange(&out, head_request),
         Some(config) => {
             let name = ServerName::IpAddress(Ipv4Addr::LOCALHOST.into());
@@ -162,6 +166,49 @@ pub fn request(
             Conn::over(rustls::StreamOwned::new(tls, conn.stream)).exchange(&out, head_request)
         }
     }
+}
+
+/// One request (`request`: its HTTP/1.1 bytes, which loadgen's client converts) as stream 1 of a new h2c
+/// connection, read until that stream ends; bounded by the socket's timeouts.
+fn h2c_exchange(mut stream: TcpStream, request: &[u8]) -> io::Result<Response> {
+    use loadgen::h2::{Client, Config, Event};
+    let mut client = Client::new(Config::default());
+    let mut out = Vec::new();
+    client.start(&mut out);
+    let id = client.open(&mut out, request).map_err(|e| bad(format!("h2c request: {e}")))?;
+    let (mut status, mut headers, mut body, mut done) = (0, Vec::new(), Vec::new(), None);
+    let mut input = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    while done.is_none() {
+        stream.write_all(&out)?;
+        out.clear();
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Err(bad("the server closed the h2c connection before answering"));
+        }
+        input.extend_from_slice(&chunk[..n]);
+        let used = client
+            .receive(&input, &mut out, &mut |event| match event {
+                Event::Head { stream, status: s, headers: fields } if stream == id => {
+                    status = s;
+                    headers = fields
+                        .iter()
+                        .map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).trim().to_string()))
+                        .collect();
+                }
+                Event::Data { stream, bytes } if stream == id => body.extend_from_slice(bytes),
+                Event::Done { stream, .. } if stream == id => done = Some(Ok(())),
+                Event::Reset { stream, code } if stream == id => {
+                    done = Some(Err(bad(format!("h2c stream reset ({})", loadgen::h2_frame::error_name(code)))));
+                }
+                Event::Unprocessed { stream } if stream == id => done = Some(Err(bad("h2c stream not processed"))),
+                _ => {}
+            })
+            .map_err(|e| bad(e.to_string()))?;
+        input.drain(..used);
+    }
+    done.unwrap_or(Ok(()))?;
+    Ok(Response { status, headers, body, close: true })
 }
 
 #[cfg(test)]
