@@ -18,9 +18,12 @@
 // under `tls`, configured by `tls_config`, which gives each worker its `session_store`, and says what each
 // `handshake` negotiated) over its connection slots (`conn`), sending what `source` renders at the pace of `rate`
 // (`open_loop` keeps the schedule, the sends waiting and the free connections), parsing with `http1` (over HTTP/2,
-// `h2`'s sans-I/O client on `h2_frame`'s frames) and checking `assertions`; `stats` is what a worker counts, `report`
-// what a run adds up to, `render` its text, `merge` several reports in one. Imports only point down this order, so
-// each module can be read (and tested) without the ones above it.
+// `h2`'s sans-I/O client, which holds the connection and re-exports the settings of `h2_settings`, writes requests'
+// header blocks with `h2_request`, decodes responses' with `h2_response` (which borrows `h2_request`'s `trim`),
+// keeps its streams in `h2_stream`, all of them on `h2_frame`'s frames and `hpack`) and checking `assertions`;
+// `worker`'s children `worker::http1` and `worker::http2` are its protocol halves, extending its `State`. `stats`
+// is what a worker counts, `report` what a run adds up to, `render` its text, `merge` several reports in one.
+// Imports only point down this order, so each module can be read (and tested) without the ones above it.
 
 pub mod assertions;
 pub mod capacity;
@@ -30,6 +33,10 @@ mod engine;
 mod epoll;
 pub mod h2;
 pub mod h2_frame;
+mod h2_request;
+mod h2_response;
+mod h2_settings;
+mod h2_stream;
 mod handshake;
 pub mod hpack;
 pub mod http1;

@@ -6,6 +6,12 @@
 //! The engine hands events to the worker inside [`Engine::wait`], where the worker cannot call the engine back.
 //! So a connection the worker gives up on during a wait is marked (`doomed`) and closed right after it, and
 //! bytes queued during a wait are written right after it: the same loop turn, before the next wait.
+//!
+//! What is particular to a protocol lives in child modules (`http1`, `http2`) as more `impl State` blocks, so
+//! they share `State`'s private fields; this file is the loop, the connection lifecycle and the counting.
+
+mod http1;
+mod http2;
 
 use std::io;
 use std::net::SocketAddr;
@@ -18,16 +24,12 @@ use hdrhistogram::Histogram;
 use crate::assertions::Assertions;
 use crate::conn::{After, Conn, Sent};
 use crate::engine::{Engine, Event};
-use crate::h2;
 use crate::handshake::{Failure, Handshake};
-use crate::http1::Done;
 use crate::open_loop::OpenLoop;
 use crate::rate::{Rate, Schedule};
 use crate::request_log::Record;
 use crate::source::{Cursor, Rng, Source};
-use crate::stats::{
-    Http2Counts, Http2Settings, TlsStats, WorkerStats, count, new_histogram, process_cpu_us, thread_cpu_us,
-};
+use crate::stats::{Http2Counts, Http2Settings, TlsStats, WorkerStats, new_histogram, process_cpu_us, thread_cpu_us};
 
 /// How often timeouts and reconnect backoffs are checked: the timeout's resolution.
 const SWEEP_EVERY: Duration = Duration::from_millis(5);
@@ -352,14 +354,7 @@ impl State<'_> {
             self.stats.connections_opened += 1;
         }
         if self.plan.http2 {
-            // The preface and our SETTINGS; requests wait for the server's SETTINGS (`receive_h2`), so none is
-            // opened past a stream limit not heard of yet.
-            let scheme = if self.plan.tls { h2::Scheme::Https } else { h2::Scheme::Http };
-            let mut client = Box::new(h2::Client::new(h2::Config { scheme, ..h2::Config::default() }));
-            client.start(&mut conn.wbuf);
-            conn.h2 = Some(client);
-            self.list_flush(i);
-            return;
+            return self.start_h2(i);
         }
         if self.open_loop.is_some() {
             self.mark_free(i);
@@ -368,16 +363,6 @@ impl State<'_> {
                 self.queue_request(i, Instant::now());
             }
         }
-    }
-
-    /// `--http2`, and the server speaks something else (`spoke`: the ALPN protocol it chose, or `http/1.1` for
-    /// an HTTP/1.1 answer to the h2c preface): no request can be sent. Retried after the connect backoff; the
-    /// run fails (`run::failures`), saying what was spoken.
-    fn wrong_protocol(&mut self, i: usize, spoke: &str) {
-        count(&mut self.negotiated, spoke);
-        self.interval_errors += 1;
-        self.last_error = Some(format!("--http2: {} spoke {spoke}, not h2", self.plan.addr));
-        self.doom(i, After::Backoff);
     }
 
     /// What the handshake negotiated and how long it took from the connect.
@@ -449,24 +434,10 @@ impl State<'_> {
     /// connection for writing. With `--requests-per-conn`, nothing past the connection's last request, which
     /// says `Connection: close`.
     fn queue_request(&mut self, i: usize, intended: Instant) {
-        let conn = &mut self.conns[i];
-        if let Some(client) = conn.h2.as_mut() {
-            // HTTP/2: the request as HTTP/1.1 bytes, framed by the client (`h2::Client::open`).
-            self.rendered.clear();
-            let head = self.shared.source.write_next(&mut self.cursor, &mut self.rendered, false);
-            match client.open(&mut conn.wbuf, &self.rendered) {
-                Ok(stream) => {
-                    conn.sent += 1;
-                    conn.pending.push_back(Sent { intended, written: Instant::now(), head, stream });
-                    if let (true, Some(h2)) = (self.measuring, &mut self.stats.http2) {
-                        h2.streams_opened += 1;
-                    }
-                    self.list_flush(i);
-                }
-                Err(e) => self.fail(i, FailKind::Write, format!("--http2: {e}")),
-            }
-            return;
+        if self.conns[i].h2.is_some() {
+            return self.queue_h2_request(i, intended);
         }
+        let conn = &mut self.conns[i];
         let close = match self.plan.requests_per_conn {
             Some(n) if conn.sent >= n => return,
             Some(n) => conn.sent + 1 == n,
@@ -508,228 +479,6 @@ impl State<'_> {
     /// given up on meanwhile.
     fn consume(&mut self, i: usize, buf: &[u8]) -> Option<usize> {
         if self.conns[i].h2.is_some() { self.receive_h2(i, buf) } else { self.parse(i, buf) }
-    }
-
-    /// HTTP/2: the client takes the frames in `buf` (its replies go to the write buffer), the events it reports
-    /// are counted ([`State::on_h2_event`]), and the streams that ended make room for new requests.
-    fn receive_h2(&mut self, i: usize, buf: &[u8]) -> Option<usize> {
-        let conn = &mut self.conns[i];
-        let mut client = conn.h2.take()?;
-        let heard_before = client.counts().settings_received > 0;
-        if !heard_before && buf.starts_with(b"HTTP/1.") {
-            self.wrong_protocol(i, "http/1.1");
-            return None;
-        }
-        let mut out = std::mem::take(&mut conn.wbuf);
-        self.streams_ended = 0;
-        let result = client.receive(buf, &mut out, &mut |event| self.on_h2_event(i, event));
-        let heard = !heard_before && client.counts().settings_received > 0;
-        let gone = client.goaway().is_some() && client.in_flight() == 0;
-        let conn = &mut self.conns[i];
-        conn.wbuf = out;
-        conn.h2 = Some(client);
-        self.list_flush(i);
-        match result {
-            Err(e) => {
-                if let (true, Some(h2)) = (self.measuring, &mut self.stats.http2) {
-                    count(&mut h2.connection_errors, e.reason);
-                }
-                self.fail(i, FailKind::Parse, e.to_string());
-                None
-            }
-            Ok(_) if gone => {
-                // The server said GOAWAY and its last stream is done: a new connection takes over.
-                self.doom(i, After::Reconnect);
-                None
-            }
-            Ok(used) => {
-                if heard {
-                    count(&mut self.negotiated, "h2");
-                }
-                if heard || self.streams_ended > 0 {
-                    self.refill(i);
-                }
-                Some(used)
-            }
-        }
-    }
-
-    /// One event of connection `i`'s HTTP/2 client.
-    fn on_h2_event(&mut self, i: usize, event: h2::Event<'_>) {
-        let assertions = &self.shared.assertions;
-        let conn = &mut self.conns[i];
-        match event {
-            h2::Event::Settings(s) => {
-                self.server_settings = Some(Http2Settings {
-                    max_concurrent_streams: s.max_concurrent_streams,
-                    initial_window_size: s.initial_window_size,
-                    max_frame_size: s.max_frame_size,
-                    max_header_list_size: s.max_header_list_size,
-                    header_table_size: s.header_table_size,
-                });
-                if let Some(max) = s.max_concurrent_streams.filter(|max| (*max as usize) < self.plan.pipeline) {
-                    self.capped_at = Some(self.capped_at.map_or(max, |c| c.min(max)));
-                }
-            }
-            // Assertions look at one stream of a connection at a time, every Nth response as over HTTP/1.1.
-            h2::Event::Head { stream, headers, .. } => {
-                if assertions.any() && conn.checking.is_none() && self.checked_counter.is_multiple_of(assertions.every)
-                {
-                    conn.checking = Some(stream);
-                    conn.body.clear();
-                    conn.head_ok = !assertions.needs_headers() || assertions.headers_ok(headers);
-                }
-            }
-            h2::Event::Data { stream, bytes } => {
-                if conn.checking == Some(stream) && assertions.needs_body() {
-                    conn.body.extend_from_slice(bytes);
-                }
-            }
-            h2::Event::Done { stream, status, body_len } => {
-                let Some(at) = conn.pending.iter().position(|s| s.stream == stream) else { return };
-                let sent = conn.pending.remove(at).unwrap_or_else(|| unreachable!("position {at} exists"));
-                let checked = conn.checking == Some(stream);
-                if checked {
-                    conn.checking = None;
-                }
-                self.streams_ended += 1;
-                self.record_response(i, &sent, status, body_len, checked);
-            }
-            h2::Event::Reset { stream, code } => {
-                if let (true, Some(h2)) = (self.measuring, &mut self.stats.http2) {
-                    if code == crate::h2_frame::REFUSED_STREAM {
-                        h2.refused += 1;
-                    } else {
-                        count(&mut h2.resets, crate::h2_frame::error_name(code));
-                    }
-                }
-                self.lose_stream(i, stream, format!("RST_STREAM {}", crate::h2_frame::error_name(code)));
-            }
-            h2::Event::StreamError { stream, reason, .. } => {
-                if let (true, Some(h2)) = (self.measuring, &mut self.stats.http2) {
-                    h2.stream_errors += 1;
-                }
-                self.lose_stream(i, stream, format!("HTTP/2 stream error: {reason}"));
-            }
-            h2::Event::GoAway { code, .. } => {
-                if let (true, Some(h2)) = (self.measuring, &mut self.stats.http2) {
-                    count(&mut h2.goaways, crate::h2_frame::error_name(code));
-                }
-            }
-            h2::Event::Unprocessed { stream } => {
-                if let (true, Some(h2)) = (self.measuring, &mut self.stats.http2) {
-                    h2.unprocessed += 1;
-                }
-                self.lose_stream(i, stream, "a stream left unprocessed after GOAWAY".into());
-            }
-        }
-    }
-
-    /// HTTP/2: a stream ended without a response (reset, refused, unprocessed): an error, as a request lost
-    /// with its connection is over HTTP/1.1, and room for the next request.
-    fn lose_stream(&mut self, i: usize, stream: u32, why: String) {
-        let conn = &mut self.conns[i];
-        let Some(at) = conn.pending.iter().position(|s| s.stream == stream) else { return };
-        conn.pending.remove(at);
-        if conn.checking == Some(stream) {
-            conn.checking = None;
-        }
-        if self.measuring {
-            self.stats.errors.closed += 1;
-        }
-        self.interval_errors += 1;
-        self.last_error = Some(why);
-        self.streams_ended += 1;
-    }
-
-    /// HTTP/2: connection `i` can take requests again (the server's SETTINGS came, or streams ended): closed
-    /// loop, as many as it has room for; open loop, it is offered to the schedule.
-    fn refill(&mut self, i: usize) {
-        if self.open_loop.is_some() {
-            self.mark_free(i);
-            return;
-        }
-        let now = Instant::now();
-        while self.conns[i].usable() && self.conns[i].has_room(self.plan.pipeline, self.plan.requests_per_conn) {
-            self.queue_request(i, now);
-        }
-    }
-
-    /// Parses `buf` for connection `i`; returns how much it consumed, or None when the connection was given up
-    /// on meanwhile (a parse error, or the server's close).
-    fn parse(&mut self, i: usize, buf: &[u8]) -> Option<usize> {
-        let assertions = &self.shared.assertions;
-        let mut at = 0;
-        loop {
-            let conn = &mut self.conns[i];
-            if at == buf.len() {
-                return Some(at);
-            }
-            let Some(front) = conn.pending.front() else {
-                self.fail(i, FailKind::Parse, "response bytes with no request outstanding".into());
-                return None;
-            };
-            let head = front.head;
-            // Decide per response whether assertions look at it (every Nth).
-            if conn.parser.idle() {
-                conn.head_ok = true;
-                conn.body.clear();
-            }
-            let check = assertions.any() && self.checked_counter.is_multiple_of(assertions.every);
-            let keep_body = check && assertions.needs_body();
-            let mut head_ok = conn.head_ok;
-            let outcome = {
-                let mut on_head = |_status: u16, headers: &[httparse::Header<'_>]| {
-                    if check && assertions.needs_headers() {
-                        head_ok = assertions.headers_ok(headers);
-                    }
-                };
-                let body = if keep_body { Some(&mut conn.body) } else { None };
-                conn.parser.parse(&buf[at..], head, &mut on_head, body)
-            };
-            conn.head_ok = head_ok;
-            match outcome {
-                Ok((used, None)) => return Some(at + used),
-                Ok((used, Some(done))) => {
-                    at += used;
-                    if !self.on_response(i, done, check) {
-                        return None;
-                    }
-                }
-                Err(e) => {
-                    self.fail(i, FailKind::Parse, e.to_string());
-                    return None;
-                }
-            }
-        }
-    }
-
-    /// Records a complete HTTP/1.1 response; returns false when the connection is being closed (server asked).
-    fn on_response(&mut self, i: usize, done: Done, checked: bool) -> bool {
-        let now = Instant::now();
-        let Some(sent) = self.conns[i].pending.pop_front() else { return false };
-        self.record_response(i, &sent, done.status, done.body_len, checked);
-        let conn = &mut self.conns[i];
-        if done.close {
-            // Requests pipelined behind this one are lost with the connection.
-            let lost = conn.pending.len() as u64;
-            if self.measuring && lost > 0 {
-                self.stats.errors.closed += lost;
-            }
-            self.doom(i, After::Reconnect);
-            return false;
-        }
-        if conn.pending.is_empty() && self.plan.requests_per_conn.is_some_and(|n| conn.sent >= n) {
-            // The connection's last response (churn): not an error, the next connection takes over.
-            self.doom(i, After::Reconnect);
-            return false;
-        }
-        if self.open_loop.is_some() {
-            self.mark_free(i);
-        } else {
-            self.queue_request(i, now);
-        }
-        true
     }
 
     /// Counts a complete response (status, latency, the request log, assertions), whatever its protocol.
@@ -832,40 +581,6 @@ impl State<'_> {
                 self.fail(i, FailKind::Timeout, why);
             }
         }
-    }
-
-    /// HTTP/2: streams with no complete response within the timeout are cancelled (RST_STREAM CANCEL) and
-    /// counted; the connection and its other streams go on (over HTTP/1.1 the connection has to go, or a late
-    /// response would be taken for the next request's).
-    fn cancel_late_streams(&mut self, i: usize, now: Instant) {
-        let timeout = self.plan.timeout;
-        let mut cancelled = 0;
-        loop {
-            let conn = &mut self.conns[i];
-            let Some(client) = conn.h2.as_mut() else { return };
-            if conn.pending.front().is_none_or(|s| now.duration_since(s.written) <= timeout) {
-                break;
-            }
-            let Some(sent) = conn.pending.pop_front() else { break };
-            client.cancel(&mut conn.wbuf, sent.stream);
-            if conn.checking == Some(sent.stream) {
-                conn.checking = None;
-            }
-            cancelled += 1;
-        }
-        if cancelled == 0 {
-            return;
-        }
-        if self.measuring {
-            self.stats.errors.timeout += cancelled;
-            if let Some(h2) = &mut self.stats.http2 {
-                h2.cancelled += cancelled;
-            }
-        }
-        self.interval_errors += cancelled;
-        self.last_error = Some(format!("no response within {:?}", timeout));
-        self.list_flush(i);
-        self.refill(i);
     }
 
     /// Warmup over: everything counted so far is discarded.
