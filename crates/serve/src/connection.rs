@@ -2,7 +2,7 @@
 //! ([`IdleIo`]) and the adapter in front of the app ([`ConnService`]: 413 and 501 refusals before the body is
 //! read, `Limited` bodies, the peer address, the request tracked as in flight). The worker's accept loop and
 //! [`serve_connection`] (for a connection accepted elsewhere, e.g. the fuzz target's in-memory pipe) both build
-//! it with [`connection`], so there is one setup. An HTTP/2 connection (crate::http2) is built from the same
+//! it with [`connection`], so there is one setup. An HTTP/2 connection (see http2.rs) is built from the same
 //! parts ([`parts`]) with the deadlines that fit a multiplexed connection ([`ConnHandle::poll_http2_deadline`]).
 
 use std::cell::{Cell, RefCell};

@@ -1,11 +1,11 @@
 //! HTTP/2 for every server: hyper's HTTP/2 connection with `--http2-*`'s limits, its streams run as tasks of
 //! the worker's own current-thread runtime. Which connections speak it is decided before hyper sees a byte
-//! (crate::server: ALPN `h2` with TLS, the client preface in cleartext), so an HTTP/1.1 connection pays
+//! (by the worker in server.rs: ALPN `h2` with TLS, the client preface in cleartext), so an HTTP/1.1 connection pays
 //! nothing for it being on.
 //!
-//! What hyper's HTTP/2 does not bound by itself, crate::connection does: the idle and stalled-response
-//! deadlines of the connection as a whole ([`crate::connection::ConnHandle`]), checked by the driver
-//! (crate::serving), which answers them with a GOAWAY.
+//! What hyper's HTTP/2 does not bound by itself, connection.rs does: the idle and stalled-response
+//! deadlines of the connection as a whole (`ConnHandle`), checked by the driver
+//! (serving.rs), which answers them with a GOAWAY.
 
 use std::future::Future;
 

@@ -144,7 +144,7 @@ pub struct Limits {
     pub tls: Option<TlsSettings>,
     /// Serve HTTP/2 beside HTTP/1.1 with these limits; None: HTTP/1.1 only. The header list is bounded by
     /// `max_header_bytes`, as an HTTP/1.1 head is, and the idle, header and shutdown deadlines apply as they
-    /// do to HTTP/1.1 (crate::http2 says how).
+    /// do to HTTP/1.1 (http2.rs says how).
     pub http2: Option<Http2Limits>,
 }
 
