@@ -1,12 +1,14 @@
-//! `compare calibrate`: wrk's output parsed as wrk 4.1 (Debian) really prints it, a quick calibration on the
-//! real floor with the real wrk and loadgen (debug builds next to this test), and the failures: no wrk, bad
-//! flags. Nothing is skipped: without wrk the end-to-end test fails with the step that installs it.
+//! `compare calibrate`: wrk's and h2load's output parsed as wrk 4.1 and nghttp2 1.52 (Debian) really print
+//! them, quick calibrations on the real floor and peers with the real wrk, h2load and loadgen (debug builds
+//! next to this test), and the failures: no wrk, no h2load, bad flags. Nothing is skipped: without wrk or
+//! h2load the end-to-end tests fail with the step that installs it.
 
 mod common;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
+use compare::calibrate::h2load::parse_h2load;
 use compare::calibrate::wrk::{SocketErrors, parse_wrk};
 
 /// `taskset -c 1 wrk -t 1 -c 100 -d 2s --latency` against `compare floor` (debug build) on core 0.
@@ -92,6 +94,51 @@ fn wrk_parser_reads_real_output() {
     assert!(parse_wrk("unable to connect to 127.0.0.1:38413 Connection refused\n").is_err());
 }
 
+/// `h2load -c 2 -m 4 -D 2` against a node:http2 h2c server (nghttp2 1.52.0).
+const H2LOAD_OK: &str = "\
+starting benchmark...
+spawning thread #0: 2 total client(s). Timing-based test with 0s of warm-up time and 2s of main duration for measurements.
+Warm-up started for thread #0.
+Warm-up phase is over for thread #0.
+Main benchmark duration is started for thread #0.
+Application protocol: h2c
+Main benchmark duration is over for thread #0. Stopping all clients.
+Stopped all clients for thread #0
+
+finished in 2.00s, 43604.00 req/s, 936.87KB/s
+requests: 87208 total, 87216 started, 87208 done, 87208 succeeded, 0 failed, 0 errored, 0 timeout
+status codes: 87208 2xx, 0 3xx, 0 4xx, 0 5xx
+traffic: 1.83MB (1918704) total, 170.42KB (174508) headers (space savings 95.35%), 170.33KB (174416) data
+                     min         max         mean         sd        +/- sd
+time for request:       64us     23.92ms       178us       307us    98.57%
+time for connect:       80us       117us        98us        26us   100.00%
+time to 1st byte:     1.99ms      2.01ms      2.00ms        17us   100.00%
+req/s           :   21778.48    21822.77    21800.62       31.32   100.00%
+";
+
+#[test]
+fn h2load_output_parses_and_names_what_it_lacks() {
+    let o = parse_h2load(H2LOAD_OK).expect("parse");
+    assert_eq!((o.succeeded, o.failed, o.errored, o.timeout, o.non_2xx), (87208, 0, 0, 0, 0));
+    assert_eq!(o.req_per_s, 43604.0);
+    assert_eq!(o.duration_s, 2.0);
+    assert_eq!(o.protocol.as_deref(), Some("h2c"));
+    assert_eq!(o.mean_us, 178.0);
+    let errors = H2LOAD_OK
+        .replace("87208 succeeded, 0 failed", "87000 succeeded, 208 failed")
+        .replace("87208 2xx, 0 3xx, 0 4xx", "87000 2xx, 0 3xx, 208 4xx");
+    let o = parse_h2load(&errors).expect("parse");
+    assert_eq!((o.succeeded, o.failed, o.non_2xx), (87000, 208, 208));
+    // No ALPN agreed (an HTTP/1.1-only server over TLS): h2load prints no protocol line.
+    let none = H2LOAD_OK.replace("Application protocol: h2c\n", "");
+    assert_eq!(parse_h2load(&none).expect("parse").protocol, None);
+    let err = parse_h2load(&H2LOAD_OK.replace("finished in", "ended in")).expect_err("no finish").to_string();
+    assert!(err.contains("finished in"), "{err}");
+    let err = parse_h2load(&H2LOAD_OK.replace("time for request:", "time:")).expect_err("no mean").to_string();
+    assert!(err.contains("time for request"), "{err}");
+    assert!(parse_h2load("connect to 127.0.0.1:1 failed: Connection refused\n").is_err());
+}
+
 fn calibrate(args: &[&str], path: Option<&Path>) -> Output {
     let mut cmd = Command::new(common::compare_exe());
     cmd.arg("calibrate").args(args);
@@ -101,44 +148,40 @@ fn calibrate(args: &[&str], path: Option<&Path>) -> Output {
     cmd.output().expect("run compare calibrate")
 }
 
-#[test]
-fn quick_calibration_on_the_floor_and_node() {
-    assert!(
-        compare::calibrate::wrk::find().is_some(),
-        "wrk not found on PATH: run `bash bench/setup.sh` (it installs wrk), or `apt-get install wrk`"
-    );
+/// `compare calibrate --quick ARGS` on the test's cores into a fresh folder: its exit code (0 or 1, else the test
+/// fails with its output) and its Markdown, checked to be the one file written and what stdout printed.
+fn quick_calibration(args: &[&str]) -> (i32, String) {
     common::loadgen();
     let out = tempfile::tempdir().expect("temp dir");
     let (server, loader) = common::cores();
     let bin_dir = common::bin_dir();
-    let run = calibrate(
-        &[
-            "--quick",
-            "--servers",
-            "floor,node",
-            "--server-cores",
-            &server,
-            "--loader-cores",
-            &loader,
-            "--bin-dir",
-            bin_dir.to_str().expect("utf-8 bin dir"),
-            "--out-dir",
-            out.path().to_str().expect("utf-8 out dir"),
-        ],
-        None,
-    );
+    let mut argv = vec!["--quick", "--server-cores", &server, "--loader-cores", &loader];
+    argv.extend(["--bin-dir", bin_dir.to_str().expect("utf-8 bin dir")]);
+    argv.extend(["--out-dir", out.path().to_str().expect("utf-8 out dir")]);
+    argv.extend(args);
+    let run = calibrate(&argv, None);
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
-    // 0 agree, 1 disagree: both are calibrations; 2 means a run failed or nothing could be judged (the Node
-    // peer is server-bound on any machine this runs on, so it is judged).
-    assert!(matches!(run.status.code(), Some(0 | 1)), "compare calibrate exited {}:\n{stdout}\n{stderr}", run.status);
-
+    let code = run.status.code().unwrap_or(-1);
+    assert!(matches!(code, 0 | 1), "compare calibrate exited {}:\n{stdout}\n{stderr}", run.status);
     let files: Vec<_> = std::fs::read_dir(out.path()).expect("out dir").flatten().map(|e| e.path()).collect();
     assert_eq!(files.len(), 1, "{files:?}");
     let name = files[0].file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     assert!(name.ends_with("-calibrate.md"), "{name}");
     let md = std::fs::read_to_string(&files[0]).expect("markdown");
     assert_eq!(stdout, md);
+    (code, md)
+}
+
+#[test]
+fn quick_calibration_on_the_floor_and_node() {
+    assert!(
+        compare::calibrate::wrk::find().is_some(),
+        "wrk not found on PATH: run `bash bench/setup.sh` (it installs wrk), or `apt-get install wrk`"
+    );
+    // 0 agree, 1 disagree: both are calibrations; 2 means a run failed or nothing could be judged (the Node
+    // peer is server-bound on any machine this runs on, so it is judged).
+    let (code, md) = quick_calibration(&["--servers", "floor,node"]);
     for needle in [
         "| floor | 1 | loadgen |",
         "| floor | 1 | wrk |",
@@ -151,7 +194,8 @@ fn quick_calibration_on_the_floor_and_node() {
         "loadgen 0.",
         "- machine: ",
         "- command: `",
-        " calibrate --quick --servers floor,node",
+        " calibrate --quick --server-cores ",
+        " --servers floor,node",
         "Judged on throughput only",
         "**Verdict: ",
     ] {
@@ -168,7 +212,7 @@ fn quick_calibration_on_the_floor_and_node() {
     let unsettled = ["floor", "node"]
         .iter()
         .any(|s| md.contains(&format!("- {s}: **disagree**")) || md.contains(&format!("- {s}: **inconclusive**")));
-    assert_eq!(run.status.code() == Some(0), !unsettled, "{md}");
+    assert_eq!(code == 0, !unsettled, "{md}");
     // Every loader's own CPU was read at its exit, so every efficiency cell has a figure.
     let efficiency = md.split("## Loader efficiency").nth(1).expect("efficiency section");
     for server in ["floor", "node"] {
@@ -178,8 +222,48 @@ fn quick_calibration_on_the_floor_and_node() {
 }
 
 #[test]
-fn missing_wrk_names_the_install_step() {
-    // A PATH with taskset and nothing else: wrk is missing, everything else is there.
+fn quick_http2_calibration_against_h2load_on_rust_bun_and_node() {
+    assert!(
+        compare::calibrate::h2load::find().is_some(),
+        "h2load not found on PATH: {}",
+        compare::calibrate::h2load::H2LOAD_HINT
+    );
+    // 0 agree, 1 disagree or inconclusive (one short round on a shared VM): both are calibrations; 2 is a run
+    // that failed (h2load or loadgen errors, a protocol other than h2c).
+    let (_, md) = quick_calibration(&["--http2"]);
+    for needle in [
+        "# loadgen vs h2load calibration",
+        "- loaders: h2load nghttp2/",
+        "HTTP/2 by prior knowledge (h2c), 16 streams per connection",
+        "request headers `user-agent: compare-calibrate` from both",
+        "16 connections",
+        " -m 16 ",
+        "-H 'user-agent: compare-calibrate'",
+        "--http2 --streams 16",
+        "| loadgen ÷ h2load |",
+        "## Loader efficiency",
+        "no target is set against h2load",
+    ] {
+        assert!(md.contains(needle), "the Markdown lacks {needle:?}:\n{md}");
+    }
+    for server in ["rust", "bun", "node"] {
+        for loader in ["loadgen", "loadgen-epoll", "h2load"] {
+            let row = format!("| {server} | 1 | {loader} |");
+            assert!(md.contains(&row), "the Markdown lacks {row:?}:\n{md}");
+        }
+        let said = ["agree", "disagree", "inconclusive", "loader-bound"]
+            .iter()
+            .any(|w| md.contains(&format!("- {server}: **{w}**")));
+        assert!(said, "no verdict for {server}:\n{md}");
+        let efficiency = md.split("## Loader efficiency").nth(1).expect("efficiency section");
+        let row = efficiency.lines().find(|l| l.starts_with(&format!("| {server} |"))).expect("efficiency row");
+        assert!(!row.contains("| – |"), "a loader's CPU is missing: {row}");
+    }
+}
+
+/// `compare calibrate --quick ARGS` with a PATH of taskset alone, so the reference loader is missing and
+/// everything of ours is there: exit 2, nothing written, and stderr says what to install (`needles`).
+fn refused_without_the_reference(args: &[&str], needles: &[&str]) {
     let dir = tempfile::tempdir().expect("temp dir");
     let taskset = ["/usr/bin/taskset", "/bin/taskset"].into_iter().find(|p| Path::new(p).is_file());
     std::os::unix::fs::symlink(taskset.expect("taskset (util-linux) installed"), dir.path().join("taskset"))
@@ -187,25 +271,33 @@ fn missing_wrk_names_the_install_step() {
     common::loadgen();
     let out = tempfile::tempdir().expect("out dir");
     let bin_dir = common::bin_dir();
-    let run = calibrate(
-        &[
-            "--quick",
-            "--servers",
-            "floor",
-            "--bin-dir",
-            bin_dir.to_str().expect("utf-8 bin dir"),
-            "--out-dir",
-            out.path().to_str().expect("utf-8 out dir"),
-        ],
-        Some(dir.path()),
-    );
+    let mut argv = vec!["--quick", "--bin-dir", bin_dir.to_str().expect("utf-8 bin dir")];
+    argv.extend(["--out-dir", out.path().to_str().expect("utf-8 out dir")]);
+    argv.extend(args);
+    let run = calibrate(&argv, Some(dir.path()));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(2), "{stderr}");
-    for needle in ["missing prerequisites", "wrk not found on PATH", "bash bench/setup.sh", "apt-get install wrk"] {
+    for needle in ["missing prerequisites"].iter().chain(needles) {
         assert!(stderr.contains(needle), "stderr lacks {needle:?}:\n{stderr}");
     }
     assert!(!stderr.contains("loadgen not found"), "{stderr}");
     assert!(std::fs::read_dir(out.path()).expect("out dir").next().is_none(), "nothing was written");
+}
+
+#[test]
+fn missing_wrk_names_the_install_step() {
+    refused_without_the_reference(
+        &["--servers", "floor"],
+        &["wrk not found on PATH", "bash bench/setup.sh", "apt-get install wrk"],
+    );
+}
+
+#[test]
+fn missing_h2load_names_the_install_step() {
+    refused_without_the_reference(
+        &["--http2", "--servers", "rust"],
+        &["h2load not found on PATH", "scripts/install-test-deps.sh", "nghttp2-client"],
+    );
 }
 
 #[test]
@@ -215,6 +307,9 @@ fn bad_flags_exit_64() {
         &["--duration", "1500ms"],
         &["--warmup", "soon"],
         &["--servers", "bun"],
+        &["--http2", "--servers", "floor"],
+        &["--streams", "4"],
+        &["--http2", "--streams", "0"],
         &["--connections", "0"],
         &["--loader-cores", "x"],
         &["--nope"],

@@ -1,15 +1,16 @@
-//! Whether loadgen and wrk measured a server alike, and what each loader spent doing it: the runs of one
-//! calibration, and the verdicts on them. Rounds rotate which loader goes first, and each round's runs are
-//! back to back on the same server, so verdicts are judged on per-round ratios; a server whose cores sat idle
-//! under a loader is not judged for agreement. loadgen runs twice per round: on its default engine (io_uring
-//! where the kernel allows it) and on epoll, so the engines' efficiency is measured in the same rounds.
+//! Whether loadgen and the reference loader (wrk over HTTP/1.1, h2load over HTTP/2) measured a server alike,
+//! and what each loader spent doing it: the runs of one calibration, and the verdicts on them. Rounds rotate
+//! which loader goes first, and each round's runs are back to back on the same server, so verdicts are judged
+//! on per-round ratios; a server whose cores sat idle under a loader is not judged for agreement. loadgen runs
+//! twice per round: on its default engine (io_uring where the kernel allows it) and on epoll, so the engines'
+//! efficiency is measured in the same rounds.
 
 use std::collections::BTreeSet;
 
 use crate::plan::runtimes::Runtime;
 use crate::stats::median;
 
-/// The loaders agree when |loadgen ÷ wrk − 1| is at most this, in percent.
+/// The loaders agree when |loadgen ÷ reference − 1| is at most this, in percent.
 pub const AGREE_PCT: f64 = 5.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +20,7 @@ pub enum Loader {
     /// loadgen with `--engine epoll`.
     LoadgenEpoll,
     Wrk,
+    H2load,
 }
 
 impl Loader {
@@ -27,14 +29,15 @@ impl Loader {
             Loader::Loadgen => "loadgen",
             Loader::LoadgenEpoll => "loadgen-epoll",
             Loader::Wrk => "wrk",
+            Loader::H2load => "h2load",
         }
     }
 }
 
 /// The loaders of a round (1-based) in the order they run: rotated by one each round, so each goes first,
 /// second and third equally often over three rounds.
-pub fn order(round: u32) -> [Loader; 3] {
-    let mut loaders = [Loader::Loadgen, Loader::Wrk, Loader::LoadgenEpoll];
+pub fn order(round: u32, reference: Loader) -> [Loader; 3] {
+    let mut loaders = [Loader::Loadgen, reference, Loader::LoadgenEpoll];
     loaders.rotate_right((round.saturating_sub(1) % 3) as usize);
     loaders
 }
@@ -46,8 +49,10 @@ pub struct LoaderRun {
     pub round: u32,
     pub req_per_s: f64,
     pub requests: u64,
-    pub p50_us: f64,
-    pub p99_us: f64,
+    /// None where the loader prints no percentiles (h2load: its mean is in `mean_us`).
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub mean_us: Option<f64>,
     /// utime+stime of the server's process tree over the loader's lifetime, per response.
     pub server_cpu_us_per_resp: Option<f64>,
     /// Non-idle share of the server cores over the run, percent.
@@ -71,13 +76,15 @@ impl LoaderRun {
 pub struct ServerResult {
     pub server: Runtime,
     pub version: Option<String>,
+    /// The loader loadgen is judged against: wrk, or h2load over HTTP/2.
+    pub reference: Loader,
     pub runs: Vec<LoaderRun>,
     /// Why the calibration on this server could not be completed; its runs so far are kept.
     pub failure: Option<String>,
     /// The last argv of each loader, as run.
     pub loadgen_argv: Vec<String>,
     pub epoll_argv: Vec<String>,
-    pub wrk_argv: Vec<String>,
+    pub reference_argv: Vec<String>,
     /// The engine loadgen's default runs used (`config.engine` of their reports).
     pub loadgen_engine: Option<String>,
 }
@@ -86,8 +93,8 @@ pub struct ServerResult {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Verdict {
     pub loadgen_req_per_s: f64,
-    pub wrk_req_per_s: f64,
-    /// loadgen ÷ wrk: the median of the per-round ratios (each round's two runs are back to back on the
+    pub reference_req_per_s: f64,
+    /// loadgen ÷ reference: the median of the per-round ratios (each round's two runs are back to back on the
     /// same server, so a server that drifts over the rounds, as Node's JIT and GC do, cancels out), or the
     /// medians' ratio when no round has both.
     pub ratio: f64,
@@ -101,9 +108,9 @@ pub struct Verdict {
 }
 
 /// The medians' ratio, `agree` when within ±[`AGREE_PCT`]; `None` without runs of both loaders or with
-/// wrk at zero.
-pub fn verdict(loadgen: &[f64], wrk: &[f64]) -> Option<Verdict> {
-    let (l, w) = (median(loadgen.iter().copied())?, median(wrk.iter().copied())?);
+/// the reference at zero.
+pub fn verdict(loadgen: &[f64], reference: &[f64]) -> Option<Verdict> {
+    let (l, w) = (median(loadgen.iter().copied())?, median(reference.iter().copied())?);
     if w <= 0.0 {
         return None;
     }
@@ -111,7 +118,7 @@ pub fn verdict(loadgen: &[f64], wrk: &[f64]) -> Option<Verdict> {
     // A hair of tolerance so that exactly 5% (as printed) counts as within.
     Some(Verdict {
         loadgen_req_per_s: l,
-        wrk_req_per_s: w,
+        reference_req_per_s: w,
         ratio,
         agree: agrees(ratio),
         loader_bound: false,
@@ -134,7 +141,7 @@ impl ServerResult {
         }
         let mut v = verdict(
             &self.values(Loader::Loadgen, |r| Some(r.req_per_s)),
-            &self.values(Loader::Wrk, |r| Some(r.req_per_s)),
+            &self.values(self.reference, |r| Some(r.req_per_s)),
         )?;
         let rounds = self.round_ratios();
         if let Some(paired) = median(rounds.iter().copied()) {
@@ -152,7 +159,7 @@ impl ServerResult {
 
     /// The loaders under which the server cores were (median over the rounds) less than 90% busy.
     pub fn idle_under(&self) -> Vec<Loader> {
-        [Loader::Loadgen, Loader::Wrk]
+        [Loader::Loadgen, self.reference]
             .into_iter()
             .filter(|&l| {
                 median(self.values(l, |x| Some(x.server_busy_pct)))
@@ -161,27 +168,27 @@ impl ServerResult {
             .collect()
     }
 
-    /// loadgen ÷ wrk req/s per round that has both.
+    /// loadgen ÷ reference req/s per round that has both.
     pub fn round_ratios(&self) -> Vec<f64> {
         let rounds: BTreeSet<u32> = self.runs.iter().map(|r| r.round).collect();
         rounds
             .into_iter()
             .filter_map(|round| {
                 let of = |l: Loader| self.runs.iter().find(|r| r.round == round && r.loader == l);
-                let (a, b) = (of(Loader::Loadgen)?, of(Loader::Wrk)?);
+                let (a, b) = (of(Loader::Loadgen)?, of(self.reference)?);
                 (b.req_per_s > 0.0).then(|| a.req_per_s / b.req_per_s)
             })
             .collect()
     }
 
-    /// Per round: `loader`'s responses per CPU-second over wrk's in the same round.
+    /// Per round: `loader`'s responses per CPU-second over the reference's in the same round.
     pub fn efficiency_ratios(&self, loader: Loader) -> Vec<f64> {
         let rounds: BTreeSet<u32> = self.runs.iter().map(|r| r.round).collect();
         rounds
             .into_iter()
             .filter_map(|round| {
                 let of = |l: Loader| self.runs.iter().find(|r| r.round == round && r.loader == l);
-                let (a, b) = (of(loader)?.per_loader_cpu_s()?, of(Loader::Wrk)?.per_loader_cpu_s()?);
+                let (a, b) = (of(loader)?.per_loader_cpu_s()?, of(self.reference)?.per_loader_cpu_s()?);
                 (b > 0.0).then(|| a / b)
             })
             .collect()
@@ -213,26 +220,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn verdicts_and_order() {
+    fn verdict_within_five_percent_and_loader_order_rotates() {
         let v = verdict(&[105.0], &[100.0]).expect("verdict");
         assert!(v.agree && (v.ratio - 1.05).abs() < 1e-12);
         assert!(!verdict(&[94.0], &[100.0]).expect("verdict").agree);
         assert!(verdict(&[1.0], &[]).is_none());
-        assert_eq!(order(1), [Loader::Loadgen, Loader::Wrk, Loader::LoadgenEpoll]);
-        assert_eq!(order(2), [Loader::LoadgenEpoll, Loader::Loadgen, Loader::Wrk]);
-        assert_eq!(order(3), [Loader::Wrk, Loader::LoadgenEpoll, Loader::Loadgen]);
-        assert_eq!(order(4), order(1));
+        assert_eq!(order(1, Loader::Wrk), [Loader::Loadgen, Loader::Wrk, Loader::LoadgenEpoll]);
+        assert_eq!(order(2, Loader::Wrk), [Loader::LoadgenEpoll, Loader::Loadgen, Loader::Wrk]);
+        assert_eq!(order(3, Loader::H2load), [Loader::H2load, Loader::LoadgenEpoll, Loader::Loadgen]);
+        assert_eq!(order(4, Loader::Wrk), order(1, Loader::Wrk));
     }
 
     #[test]
-    fn paired_verdicts() {
+    fn verdicts_judge_per_round_ratios_and_efficiency_against_the_reference() {
         let run = |loader, round, req_per_s, busy| LoaderRun {
             loader,
             round,
             req_per_s,
             requests: 1,
-            p50_us: 1.0,
-            p99_us: 1.0,
+            p50_us: Some(1.0),
+            p99_us: Some(1.0),
+            mean_us: None,
             server_cpu_us_per_resp: None,
             server_busy_pct: busy,
             loader_busy_pct: 100.0,
@@ -241,6 +249,7 @@ mod tests {
         let result = |pairs: &[(f64, f64)], busy: f64| ServerResult {
             server: Runtime::Node,
             version: None,
+            reference: Loader::Wrk,
             runs: pairs
                 .iter()
                 .zip(1..)
@@ -249,7 +258,7 @@ mod tests {
             failure: None,
             loadgen_argv: Vec::new(),
             epoll_argv: Vec::new(),
-            wrk_argv: Vec::new(),
+            reference_argv: Vec::new(),
             loadgen_engine: None,
         };
         let v = |pairs: &[(f64, f64)], busy| result(pairs, busy).verdict().expect("verdict");

@@ -1,9 +1,11 @@
-//! `compare calibrate`: our loadgen against wrk on the same servers. A benchmark whose load generator comes
-//! from the same project as the server under test is suspect, so this runs both loaders, pinned to the same
-//! cores with the same threads, connections and duration, against the floor and the Node hello peer, and
-//! says whether their req/s agree within 5%. It also says what each loader spent: responses per loader
-//! CPU-second, from each loader process's own CPU time at its exit, for loadgen on its default engine
-//! (io_uring where the kernel allows it), loadgen on epoll, and wrk.
+//! `compare calibrate`: our loadgen against a reference loader on the same servers. A benchmark whose load
+//! generator comes from the same project as the server under test is suspect, so this runs both loaders,
+//! pinned to the same cores with the same threads, connections and duration, and says whether their req/s
+//! agree within 5%. Over HTTP/1.1 the reference is wrk, on the floor and the Node hello peer; with `--http2`
+//! it is h2load (nghttp2's), over h2c with the same streams per connection and the same request headers, on
+//! the rust, Bun and Node hello servers. It also says what each loader spent: responses per loader CPU-second,
+//! from each loader process's own CPU time at its exit, for loadgen on its default engine (io_uring where the
+//! kernel allows it), loadgen on epoll, and the reference.
 //!
 //! Per server: start it pinned, check it answers the hello contract, a discarded warmup by each loader, then
 //! R rounds of one run per loader with the order rotating (each loader first in every third round),
@@ -17,6 +19,8 @@
 
 pub mod agreement;
 pub mod calibration;
+pub mod external;
+pub mod h2load;
 pub mod wrk;
 
 use std::path::{Path, PathBuf};
@@ -80,14 +84,21 @@ const PATH: &str = "/api/hello";
     ))
 )]
 pub struct CalibrateArgs {
-    /// Comma list of the servers to calibrate on: floor, node.
-    #[arg(long, env = "COMPARE_CALIBRATE_SERVERS", default_value = "floor,node", display_order = 0)]
-    pub servers: String,
+    /// Comma list of the servers to calibrate on: floor, node over HTTP/1.1 [default: floor,node]; rust, bun,
+    /// node with --http2 [default: rust,bun,node].
+    #[arg(long, env = "COMPARE_CALIBRATE_SERVERS", display_order = 0)]
+    pub servers: Option<String>,
+    /// HTTP/2 by prior knowledge (h2c), loadgen against h2load instead of wrk.
+    #[arg(long, env = "COMPARE_CALIBRATE_HTTP2", display_order = 1)]
+    pub http2: bool,
     #[command(flatten)]
     pub measure: MeasureArgs,
-    /// Connections, the same for both loaders.
-    #[arg(long, env = "COMPARE_CALIBRATE_CONNECTIONS", default_value_t = 100, display_order = 6)]
-    pub connections: u32,
+    /// Connections, the same for both loaders [default: 100; --http2: 16, as compare's HTTP/2 workloads].
+    #[arg(long, env = "COMPARE_CALIBRATE_CONNECTIONS", display_order = 6)]
+    pub connections: Option<u32>,
+    /// Concurrent streams per connection with --http2 (loadgen's --streams, h2load's -m) [default: 16].
+    #[arg(long, env = "COMPARE_CALIBRATE_STREAMS", requires = "http2", display_order = 7)]
+    pub streams: Option<u32>,
 }
 
 /// Everything a calibration needs, resolved.
@@ -95,6 +106,12 @@ pub struct CalibrateArgs {
 pub struct Config {
     pub paths: Paths,
     pub servers: Vec<Runtime>,
+    /// What both loaders load: hello-bare over HTTP/1.1, hello-h2c with --http2.
+    pub workload: Workload,
+    /// The loader loadgen is judged against: wrk, or h2load with --http2.
+    pub reference: Loader,
+    /// Streams per connection with --http2; None over HTTP/1.1.
+    pub streams: Option<u32>,
     pub runs: u32,
     pub duration: Duration,
     pub warmup: Duration,
@@ -123,21 +140,28 @@ fn whole_seconds(flag: &str, raw: &str, zero_ok: bool) -> anyhow::Result<Duratio
     Ok(d)
 }
 
-/// `floor,node` → the runtimes, in the order given; only those two are calibrated on.
-pub fn parse_servers(text: &str) -> anyhow::Result<Vec<Runtime>> {
+/// The servers each protocol calibrates on: the floor (loader-bound: the loaders' own speed) and the Node peer
+/// over HTTP/1.1; the three runtimes' hello servers over HTTP/2 (the floor speaks HTTP/1.1 only).
+fn choices(http2: bool) -> &'static [Runtime] {
+    if http2 { &[Runtime::Rust, Runtime::Bun, Runtime::Node] } else { &[Runtime::Floor, Runtime::Node] }
+}
+
+/// `floor,node` → the runtimes, in the order given, each one `choices` allows.
+pub fn parse_servers(text: &str, http2: bool) -> anyhow::Result<Vec<Runtime>> {
+    let allowed = choices(http2);
+    let names = allowed.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ");
     let mut out = Vec::new();
     for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let rt = match name {
-            "floor" => Runtime::Floor,
-            "node" => Runtime::Node,
-            _ => bail!("--servers: unknown server {name:?}; choose from floor, node"),
+        let Some(&rt) = allowed.iter().find(|r| r.name() == name) else {
+            let proto = if http2 { "with --http2" } else { "over HTTP/1.1" };
+            bail!("--servers: {name:?} is not calibrated on {proto}; choose from {names}");
         };
         if !out.contains(&rt) {
             out.push(rt);
         }
     }
     if out.is_empty() {
-        bail!("--servers: none given; choose from floor, node");
+        bail!("--servers: none given; choose from {names}");
     }
     Ok(out)
 }
@@ -148,18 +172,31 @@ impl CalibrateArgs {
         let m = self.measure.resolve(&DEFAULTS, compare_exe)?;
         let duration = whole_seconds("duration", m.duration, false)?;
         let warmup = whole_seconds("warmup", m.warmup, true)?;
-        if self.connections == 0 {
+        let workload = if self.http2 { Workload::HelloH2c } else { Workload::HelloBare };
+        let connections = self.connections.unwrap_or(workload.connections());
+        if connections == 0 {
             bail!("--connections must be at least 1");
         }
-        let threads = threads(m.loader_cores.count(), self.connections);
+        let streams = self.http2.then(|| self.streams.unwrap_or(workload.connecting().http2_streams.unwrap_or(1)));
+        if streams == Some(0) {
+            bail!("--streams must be at least 1");
+        }
+        let servers = match &self.servers {
+            Some(text) => parse_servers(text, self.http2)?,
+            None => choices(self.http2).to_vec(),
+        };
+        let threads = threads(m.loader_cores.count(), connections);
         Ok(Config {
             paths: m.paths,
             out_dir: m.out_dir,
-            servers: parse_servers(&self.servers)?,
+            servers,
+            workload,
+            reference: if self.http2 { Loader::H2load } else { Loader::Wrk },
+            streams,
             runs: m.runs,
             duration,
             warmup,
-            connections: self.connections,
+            connections,
             threads,
             server_cores: m.server_cores,
             loader_cores: m.loader_cores,
@@ -180,12 +217,19 @@ fn version_line(program: &Path, flag: &str) -> Option<String> {
 }
 /// Everything missing, each with its install step; empty when all is there.
 pub fn missing_prerequisites(cfg: &Config) -> Vec<String> {
-    let hello = [Workload::HelloBare];
-    let mut missing = prerequisites::missing_prerequisites(&hello, &cfg.servers, &cfg.paths, false, false);
-    if wrk::find().is_none() {
-        missing.push(format!("wrk not found on PATH: {}", wrk::WRK_HINT));
+    let mut missing = prerequisites::missing_prerequisites(&[cfg.workload], &cfg.servers, &cfg.paths, false, false);
+    if let Err(e) = reference_binary(cfg.reference) {
+        missing.push(format!("{e:#}"));
     }
     missing
+}
+
+/// The reference loader's path, or the install step that brings it.
+fn reference_binary(reference: Loader) -> anyhow::Result<PathBuf> {
+    match reference {
+        Loader::H2load => h2load::find().with_context(|| format!("h2load not found on PATH: {}", h2load::H2LOAD_HINT)),
+        _ => wrk::find().with_context(|| format!("wrk not found on PATH: {}", wrk::WRK_HINT)),
+    }
 }
 /// The server's CPU and both core sets' counters, read just before and just after a loader runs.
 struct Window {
@@ -204,14 +248,22 @@ impl Window {
     }
 }
 
-/// One run's figures: req/s, responses, p50 and p99 µs, the loader's CPU µs.
-type Figures = (f64, u64, f64, f64, Option<f64>);
+/// One run's figures: req/s, responses, its latencies, the loader's CPU µs.
+type Figures = (f64, u64, Latencies, Option<f64>);
+
+/// What a loader prints of latency: p50, p99 and the mean, µs, each where it prints it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Latencies {
+    p50_us: Option<f64>,
+    p99_us: Option<f64>,
+    mean_us: Option<f64>,
+}
 
 /// Runs one loader once against the server; the run's figures, or why it does not count.
 fn one_run(
     cfg: &Config,
     bench: &Bench,
-    wrk_bin: &Path,
+    reference_bin: &Path,
     server: &Server,
     (loader, round, warmup): (Loader, u32, bool),
     result: &mut ServerResult,
@@ -229,15 +281,16 @@ fn one_run(
         Loader::Loadgen | Loader::LoadgenEpoll => {
             loadgen_run(cfg, bench, server, (loader, duration, warmup, &tag), result)?
         }
-        Loader::Wrk => wrk_run(cfg, (bench, wrk_bin), server, (duration, warmup, &tag))?,
+        Loader::Wrk => wrk_run(cfg, (bench, reference_bin), server, (duration, warmup, &tag))?,
+        Loader::H2load => h2load_run(cfg, (bench, reference_bin), server, (duration, warmup, &tag))?,
     };
     let after = Window::read(pid, cfg)?;
     *match loader {
         Loader::Loadgen => &mut result.loadgen_argv,
         Loader::LoadgenEpoll => &mut result.epoll_argv,
-        Loader::Wrk => &mut result.wrk_argv,
+        Loader::Wrk | Loader::H2load => &mut result.reference_argv,
     } = argv;
-    Ok(figures.map(|(req_per_s, requests, p50_us, p99_us, loader_cpu_us)| {
+    Ok(figures.map(|(req_per_s, requests, latencies, loader_cpu_us)| {
         let cpu = match (before.server_cpu_us, after.server_cpu_us) {
             (Some(a), Some(b)) if requests > 0 => Some((b - a).max(0.0) / requests as f64),
             _ => None,
@@ -247,8 +300,9 @@ fn one_run(
             round,
             req_per_s,
             requests,
-            p50_us,
-            p99_us,
+            p50_us: latencies.p50_us,
+            p99_us: latencies.p99_us,
+            mean_us: latencies.mean_us,
             server_cpu_us_per_resp: cpu,
             server_busy_pct: procfs::busy_pct(before.server_ticks, after.server_ticks),
             loader_busy_pct: procfs::busy_pct(before.loader_ticks, after.loader_ticks),
@@ -260,6 +314,11 @@ fn one_run(
 /// A loader's run: its figures (or why they do not count), and the argv it ran with.
 type Outcome = (Result<Figures, String>, Vec<String>);
 
+/// The run's figures when nothing voids it: else the reasons, or that `what` (its report) is missing.
+fn counted(figures: Option<Figures>, reasons: Vec<String>, what: &str) -> Result<Figures, String> {
+    if reasons.is_empty() { figures.ok_or_else(|| format!("no {what}")) } else { Err(reasons.join("; ")) }
+}
+
 /// loadgen (its default engine, or epoll) once against the server.
 fn loadgen_run(
     cfg: &Config,
@@ -268,8 +327,7 @@ fn loadgen_run(
     (loader, duration, warmup, tag): (Loader, Duration, bool, &str),
     result: &mut ServerResult,
 ) -> anyhow::Result<Outcome> {
-    let mut load = Plan::hello(Workload::HelloBare).load;
-    load.connections = cfg.connections;
+    let load = load_spec(cfg);
     let engine = (loader == Loader::LoadgenEpoll).then_some("epoll");
     let bench = Bench { loadgen_engine: engine, ..bench.clone() };
     let run = loader::run(&bench, server.port, &load, duration, None, tag)?;
@@ -277,18 +335,15 @@ fn loadgen_run(
     if loader == Loader::Loadgen {
         result.loadgen_engine = run.report.as_ref().map(|r| r.config.engine.clone());
     }
-    let figures = run
-        .report
-        .as_ref()
-        .map(|r| (r.req_per_s, r.responses, r.latency.p50_us as f64, r.latency.p99_us as f64, run.cpu_us));
-    Ok((
-        if reasons.is_empty() {
-            figures.ok_or_else(|| "no loadgen report".to_string())
-        } else {
-            Err(reasons.join("; "))
-        },
-        run.argv,
-    ))
+    let figures = run.report.as_ref().map(|r| {
+        let latencies = Latencies {
+            p50_us: Some(r.latency.p50_us as f64),
+            p99_us: Some(r.latency.p99_us as f64),
+            mean_us: Some(r.latency.mean_us),
+        };
+        (r.req_per_s, r.responses, latencies, run.cpu_us)
+    });
+    Ok((counted(figures, reasons, "loadgen report"), run.argv))
 }
 
 /// wrk once against the server.
@@ -307,11 +362,52 @@ fn wrk_run(
     };
     let run = wrk::run(wrk_bin, &load, duration, &bench.logdir, tag)?;
     let reasons = wrk::problems(&run, warmup);
-    let figures = run.output.as_ref().ok().map(|o| (o.req_per_s, o.requests, o.p50_us, o.p99_us, run.cpu_us));
-    Ok((
-        if reasons.is_empty() { figures.ok_or_else(|| "no wrk output".to_string()) } else { Err(reasons.join("; ")) },
-        run.argv,
-    ))
+    let figures = run.output.as_ref().ok().map(|o| {
+        let latencies = Latencies { p50_us: Some(o.p50_us), p99_us: Some(o.p99_us), mean_us: Some(o.latency_avg_us) };
+        (o.req_per_s, o.requests, latencies, run.cpu_us)
+    });
+    Ok((counted(figures, reasons, "wrk output"), run.argv))
+}
+
+/// h2load once against the server, with loadgen's connections, streams and request headers.
+fn h2load_run(
+    cfg: &Config,
+    (bench, h2load_bin): (&Bench, &Path),
+    server: &Server,
+    (duration, warmup, tag): (Duration, bool, &str),
+) -> anyhow::Result<Outcome> {
+    let spec = load_spec(cfg);
+    let load = h2load::Load {
+        cores: cfg.loader_cores.to_string(),
+        threads: cfg.threads,
+        connections: cfg.connections,
+        streams: spec.http2_streams.unwrap_or(1),
+        headers: spec.headers.clone(),
+        url: format!("http://127.0.0.1:{}{PATH}", server.port),
+    };
+    let run = h2load::run(h2load_bin, &load, duration, &bench.logdir, tag)?;
+    let reasons = h2load::problems(&run, warmup);
+    let figures = run.output.as_ref().ok().map(|o| {
+        let latencies = Latencies { mean_us: Some(o.mean_us), ..Latencies::default() };
+        (o.req_per_s, o.succeeded, latencies, run.cpu_us)
+    });
+    Ok((counted(figures, reasons, "h2load output"), run.argv))
+}
+
+/// Sent by both loaders in place of their own user-agents (h2load's names its nghttp2 version, loadgen sends
+/// none), so the servers decode the same header block from each.
+pub const USER_AGENT: &str = "compare-calibrate";
+
+/// What loadgen loads: the workload's hello request with calibrate's connections; over HTTP/2 its streams and
+/// the shared user-agent too (h2load is given the same headers).
+fn load_spec(cfg: &Config) -> crate::plan::load_spec::LoadSpec {
+    let mut load = Plan::hello(cfg.workload).load;
+    load.connections = cfg.connections;
+    load.http2_streams = cfg.streams;
+    if cfg.streams.is_some() {
+        load.headers.push(format!("user-agent: {USER_AGENT}"));
+    }
+    load
 }
 
 fn server_name(server: &Server) -> String {
@@ -322,8 +418,8 @@ fn server_name(server: &Server) -> String {
 /// the loaders, not the server, and one warmed server gives both the same state (heap, JIT, caches); a fresh
 /// server per run would add start-to-start variance (Node's JIT decisions, heap layout) to the very difference
 /// being judged. Drift of that one server over time is cancelled by alternating which loader goes first.
-fn calibrate_server(cfg: &Config, bench: &Bench, wrk_bin: &Path, rt: Runtime) -> anyhow::Result<ServerResult> {
-    let workload = Workload::HelloBare;
+fn calibrate_server(cfg: &Config, bench: &Bench, reference_bin: &Path, rt: Runtime) -> anyhow::Result<ServerResult> {
+    let workload = cfg.workload;
     let plan = Plan::hello(workload);
     let env = ServerEnv { floor_body: Some(workload_plan::HELLO_BODY.to_vec()), ..ServerEnv::default() };
     let spec = server_spec::server_spec(rt, workload, &cfg.paths, &env);
@@ -334,11 +430,12 @@ fn calibrate_server(cfg: &Config, bench: &Bench, wrk_bin: &Path, rt: Runtime) ->
     let mut result = ServerResult {
         server: rt,
         version,
+        reference: cfg.reference,
         runs: Vec::new(),
         failure: None,
         loadgen_argv: Vec::new(),
         epoll_argv: Vec::new(),
-        wrk_argv: Vec::new(),
+        reference_argv: Vec::new(),
         loadgen_engine: None,
     };
     let (mut server, _) = match server::start_ready(&spec, bench, &plan.ready_path) {
@@ -348,7 +445,7 @@ fn calibrate_server(cfg: &Config, bench: &Bench, wrk_bin: &Path, rt: Runtime) ->
             return Ok(result);
         }
     };
-    let outcome = rounds(cfg, bench, wrk_bin, &plan, &mut server, &mut result);
+    let outcome = rounds(cfg, bench, reference_bin, &plan, &mut server, &mut result);
     if let Some(status) = server.exited() {
         let why = format!("exited ({status}) during the calibration{}", server.log_tail(12));
         result.failure = Some(result.failure.take().map_or(why.clone(), |f| format!("{f}; {why}")));
@@ -361,7 +458,7 @@ fn calibrate_server(cfg: &Config, bench: &Bench, wrk_bin: &Path, rt: Runtime) ->
 fn rounds(
     cfg: &Config,
     bench: &Bench,
-    wrk_bin: &Path,
+    reference_bin: &Path,
     plan: &Plan,
     server: &mut Server,
     result: &mut ServerResult,
@@ -378,10 +475,10 @@ fn rounds(
     }
     let mut steps: Vec<(Loader, u32, bool)> = Vec::new();
     if !cfg.warmup.is_zero() {
-        steps.extend(order(1).map(|l| (l, 0, true)));
+        steps.extend(order(1, cfg.reference).map(|l| (l, 0, true)));
     }
     for round in 1..=cfg.runs {
-        steps.extend(order(round).map(|l| (l, round, false)));
+        steps.extend(order(round, cfg.reference).map(|l| (l, round, false)));
     }
     for (loader, round, warmup) in steps {
         process::check_interrupted()?;
@@ -391,7 +488,7 @@ fn rounds(
             loader.name(),
             if warmup { cfg.warmup } else { cfg.duration }
         );
-        let run = one_run(cfg, bench, wrk_bin, server, (loader, round, warmup), result)?;
+        let run = one_run(cfg, bench, reference_bin, server, (loader, round, warmup), result)?;
         process::check_interrupted()?;
         if let Some(status) = server.exited() {
             result.failure = Some(format!("exited ({status}) during {} {what}{}", loader.name(), server.log_tail(12)));
@@ -416,7 +513,7 @@ fn rounds(
 
 /// Runs the calibration: prerequisites, every server, the Markdown (stdout and file). The output path.
 pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
-    let wrk_bin = wrk::find().with_context(|| format!("wrk not found on PATH: {}", wrk::WRK_HINT))?;
+    let reference_bin = reference_binary(cfg.reference)?;
     let machine = records::machine_info();
     let started_at = records::now_rfc3339();
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
@@ -436,7 +533,7 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
     let mut results = Vec::new();
     for &rt in &cfg.servers {
         let started = Instant::now();
-        let r = calibrate_server(cfg, &bench, &wrk_bin, rt)?;
+        let r = calibrate_server(cfg, &bench, &reference_bin, rt)?;
         if let Some(why) = &r.failure {
             eprintln!("calibrate: {} failed: {why}", rt.name());
         }
@@ -447,10 +544,10 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
         command: cfg.command.clone(),
         started_at,
         machine,
-        // `wrk -v` goes on to its copyright and usage; the version is what comes before.
-        wrk_version: version_line(&wrk_bin, "-v")
-            .map(|l| l.split(" Copyright").next().unwrap_or(&l).trim().to_string())
-            .unwrap_or_else(|| "wrk (version unknown)".into()),
+        reference: cfg.reference,
+        reference_version: reference_version(cfg.reference, &reference_bin),
+        streams: cfg.streams,
+        request_headers: load_spec(cfg).headers,
         loadgen_version: version_line(&cfg.paths.loadgen(), "--version")
             .unwrap_or_else(|| "loadgen (version unknown)".into()),
         server_cores: cfg.server_cores.to_string(),
@@ -467,6 +564,16 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
     std::fs::create_dir_all(&cfg.out_dir).with_context(|| format!("creating {}", cfg.out_dir.display()))?;
     std::fs::write(&md, calibration::render(&calibration)).with_context(|| format!("writing {}", md.display()))?;
     Ok((calibration, md))
+}
+
+/// The reference loader's version line: `wrk -v` goes on to its copyright and usage, so the version is what
+/// comes before; `h2load --version` prints "h2load nghttp2/1.52.0".
+fn reference_version(reference: Loader, bin: &Path) -> String {
+    let line = match reference {
+        Loader::H2load => version_line(bin, "--version"),
+        _ => version_line(bin, "-v").map(|l| l.split(" Copyright").next().unwrap_or(&l).trim().to_string()),
+    };
+    line.unwrap_or_else(|| format!("{} (version unknown)", reference.name()))
 }
 
 /// `compare calibrate`, start to exit code.
@@ -509,7 +616,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn threads_per_loader() {
+    fn one_thread_per_loader_core_at_most_one_per_connection() {
         assert_eq!(threads(1, 100), 1);
         assert_eq!(threads(4, 2), 2);
     }

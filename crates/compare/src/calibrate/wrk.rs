@@ -2,19 +2,15 @@
 //! threads, connections, duration and request timeout as loadgen, and reading its text report (with
 //! `--latency`).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::system::process::Spawned;
+use crate::calibrate::external;
 
 /// The install step every "wrk not found" names.
 pub const WRK_HINT: &str = "run `bash bench/setup.sh` (it installs wrk), or `apt-get install wrk`";
-/// wrk gets this long past its own `-d` before it is killed and the run fails.
-const WRK_SLACK: Duration = Duration::from_secs(30);
 
 /// wrk's socket error counters (printed only when one is non-zero).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -126,23 +122,13 @@ pub fn parse_wrk(text: &str) -> anyhow::Result<WrkOutput> {
     })
 }
 
-/// wrk's path, found on PATH (taskset execs it by that path, so the run uses the wrk that was checked).
+/// wrk's path, found on PATH.
 pub fn find() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join("wrk")).find(|p| p.is_file())
+    external::find("wrk")
 }
 
 /// One wrk process and what came of it.
-#[derive(Debug)]
-pub struct Run {
-    pub argv: Vec<String>,
-    pub output: anyhow::Result<WrkOutput>,
-    pub exit: Option<i32>,
-    pub timed_out: bool,
-    pub stderr: String,
-    /// wrk's own CPU over its life (all threads), µs; None when it had to be killed.
-    pub cpu_us: Option<f64>,
-}
+pub type Run = external::Run<WrkOutput>;
 
 /// What a wrk run is asked for: the same as the loadgen run it is compared with.
 #[derive(Debug, Clone)]
@@ -158,11 +144,7 @@ pub struct Load {
 
 /// Runs wrk once for `duration` (whole seconds), its output in `logdir/<tag>.out|.err`.
 pub fn run(wrk: &Path, load: &Load, duration: Duration, logdir: &Path, tag: &str) -> anyhow::Result<Run> {
-    let argv: Vec<String> = vec![
-        "taskset".into(),
-        "-c".into(),
-        load.cores.clone(),
-        wrk.to_string_lossy().into_owned(),
+    let args: Vec<String> = vec![
         "-t".into(),
         load.threads.to_string(),
         "-c".into(),
@@ -174,46 +156,25 @@ pub fn run(wrk: &Path, load: &Load, duration: Duration, logdir: &Path, tag: &str
         "--latency".into(),
         load.url.clone(),
     ];
-    let out_path = logdir.join(format!("{tag}.out"));
-    let err_path = logdir.join(format!("{tag}.err"));
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).stdin(Stdio::null()).stdout(File::create(&out_path)?).stderr(File::create(&err_path)?);
-    let mut proc = Spawned::spawn(cmd, "wrk").context("starting wrk")?;
-    let status = proc.wait_timeout(duration + WRK_SLACK)?;
-    let timed_out = status.is_none();
-    if timed_out {
-        proc.kill();
-    }
-    let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
-    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
-    let cpu_us = proc.cpu_at_exit().map(|c| c.total_us());
-    Ok(Run { argv, output: parse_wrk(&stdout), exit: status.and_then(|s| s.code()), timed_out, stderr, cpu_us })
+    external::run((wrk, &load.cores, args), duration, (logdir, tag), parse_wrk)
 }
 
 /// Why a wrk run does not count; empty when it does.
 pub fn problems(run: &Run, warmup: bool) -> Vec<String> {
-    let mut reasons = Vec::new();
-    if run.timed_out {
-        reasons.push(format!("wrk still running {WRK_SLACK:?} after its duration; killed"));
-    } else if run.exit != Some(0) {
-        reasons.push(format!("wrk exited {:?}: {}", run.exit, run.stderr.trim()));
-    }
-    match &run.output {
-        Err(e) => reasons.push(format!("{e:#}")),
-        Ok(o) => {
-            if o.non_2xx_3xx > 0 {
-                reasons.push(format!("{} non-2xx/3xx responses", o.non_2xx_3xx));
-            }
-            let e = o.socket_errors;
-            if e.total() > 0 {
-                reasons.push(format!(
-                    "socket errors: connect {}, read {}, write {}, timeout {}",
-                    e.connect, e.read, e.write, e.timeout
-                ));
-            }
-            if !warmup && o.requests == 0 {
-                reasons.push("no response completed".to_string());
-            }
+    let mut reasons = run.process_problems("wrk");
+    if let Ok(o) = &run.output {
+        if o.non_2xx_3xx > 0 {
+            reasons.push(format!("{} non-2xx/3xx responses", o.non_2xx_3xx));
+        }
+        let e = o.socket_errors;
+        if e.total() > 0 {
+            reasons.push(format!(
+                "socket errors: connect {}, read {}, write {}, timeout {}",
+                e.connect, e.read, e.write, e.timeout
+            ));
+        }
+        if !warmup && o.requests == 0 {
+            reasons.push("no response completed".to_string());
         }
     }
     reasons
@@ -224,7 +185,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn times() {
+    fn wrk_times_in_every_unit_it_prints() {
         assert_eq!(parse_wrk_time_us("477.00us"), Some(477.0));
         assert_eq!(parse_wrk_time_us("2.34ms"), Some(2340.0));
         assert_eq!(parse_wrk_time_us("2.00s"), Some(2e6));
