@@ -8,6 +8,7 @@
 #       before="/tmp/old-target/release/flight-rs --hostname 127.0.0.1 --port {port} --workers 1 --middleware bare"
 #   ROUNDS=5 CONNECTIONS=100 DURATION=10s URL_PATH=/ bash bench/instructions.sh LABEL=COMMAND ...
 #   A command may start with NAME=VALUE words: that server's environment (`flat=SERVE_X=1 /path/server ...`).
+#   LOADGEN_ARGS="--http2 --streams 16" adds loadgen flags to both runs (HTTP/2 by prior knowledge here).
 #   TOP=20 adds each server's 20 costliest functions (their own instructions per response, round 1) to the
 #   summary: the profile of where a response's user-space work goes.
 # Results: bench/results/<UTC stamp>-<host>-instructions.{md,tsv}. The counts are user-space instructions of
@@ -60,9 +61,10 @@ wait_ready() {
   echo "instructions: nothing listened on $port within 30 s" >&2
   return 1
 }
-load() { # port, duration, json file: closed loop, the hello benchmark's shape
+load() { # port, duration, json file: closed loop, the hello benchmark's shape, plus LOADGEN_ARGS
+  # shellcheck disable=SC2086 # LOADGEN_ARGS is a list of loadgen flags, split on spaces on purpose
   taskset -c "$loader_core" "$bin/loadgen" "http://127.0.0.1:$1$url_path" -c "$connections" -d "$2" \
-    --expect-status 200 --no-progress --json "$3" >/dev/null
+    --expect-status 200 --no-progress --json "$3" ${LOADGEN_ARGS:-} >/dev/null
 }
 json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 top_functions() { # annotate file, responses, total: the TOP functions by their own instructions, per response
@@ -140,7 +142,8 @@ base = statistics.median(per[labels[0]])
 with open(md, "w") as f:
     f.write("# Instructions per response (callgrind)\n\n")
     f.write(f"`bash bench/instructions.sh` with ROUNDS={rounds} CONNECTIONS={connections} DURATION={duration} "
-            f"URL_PATH={path} at {commit}; each server under callgrind on its own, loadgen closed loop.\n\n"
+            f"URL_PATH={path}{' LOADGEN_ARGS=' + repr(os.environ['LOADGEN_ARGS']) if os.environ.get('LOADGEN_ARGS') else ''} "
+            f"at {commit}; each server under callgrind on its own, loadgen closed loop.\n\n"
             f"Machine: {machine}.\n\n")
     for s in specs:
         f.write(f"- `{s}`\n")

@@ -242,7 +242,7 @@ fn quick_http2_calibration_against_h2load_on_rust_bun_and_node() {
         "--http2 --streams 16",
         "| loadgen ÷ h2load |",
         "## Loader efficiency",
-        "no target is set against h2load",
+        "no target is set against h2load here",
     ] {
         assert!(md.contains(needle), "the Markdown lacks {needle:?}:\n{md}");
     }
@@ -258,6 +258,28 @@ fn quick_http2_calibration_against_h2load_on_rust_bun_and_node() {
         let efficiency = md.split("## Loader efficiency").nth(1).expect("efficiency section");
         let row = efficiency.lines().find(|l| l.starts_with(&format!("| {server} |"))).expect("efficiency row");
         assert!(!row.contains("| – |"), "a loader's CPU is missing: {row}");
+    }
+}
+
+#[test]
+fn quick_tls_calibrations_against_wrk_and_h2load_on_rust() {
+    let (_, md) = quick_calibration(&["--tls", "--servers", "rust"]);
+    for needle in [
+        "# loadgen vs wrk calibration",
+        "HTTP/1.1 over TLS 1.3,",
+        "--cacert ",
+        "--tls-version 1.3",
+        "https://127.0.0.1:",
+        "| rust | 1 | wrk |",
+        "no target is set against wrk here",
+    ] {
+        assert!(md.contains(needle), "the Markdown lacks {needle:?}:\n{md}");
+    }
+    let (_, md) = quick_calibration(&["--tls", "--http2", "--servers", "rust"]);
+    for needle in
+        ["# loadgen vs h2load calibration", "HTTP/2 over TLS 1.3 (ALPN h2), 16 streams", "| rust | 1 | h2load |"]
+    {
+        assert!(md.contains(needle), "the Markdown lacks {needle:?}:\n{md}");
     }
 }
 
@@ -308,6 +330,7 @@ fn bad_flags_exit_64() {
         &["--warmup", "soon"],
         &["--servers", "bun"],
         &["--http2", "--servers", "floor"],
+        &["--tls", "--servers", "floor"],
         &["--streams", "4"],
         &["--http2", "--streams", "0"],
         &["--connections", "0"],

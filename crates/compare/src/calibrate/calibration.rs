@@ -23,6 +23,8 @@ pub struct Calibration {
     pub loadgen_version: String,
     /// Streams per connection over HTTP/2; None over HTTP/1.1.
     pub streams: Option<u32>,
+    /// Over TLS 1.3 (the run's own certificate).
+    pub tls: bool,
     /// The request headers both loaders send beyond Host (or the pseudo-headers), `Name: value`.
     pub request_headers: Vec<String>,
     pub server_cores: String,
@@ -58,9 +60,11 @@ pub fn render(c: &Calibration) -> String {
     let _ = writeln!(s, "- when: {} (UTC)", c.started_at);
     let _ = writeln!(s, "- machine: {m}");
     let _ = writeln!(s, "- loaders: {}; {}", c.reference_version, c.loadgen_version);
-    let protocol = match c.streams {
-        Some(n) => format!("HTTP/2 by prior knowledge (h2c), {n} streams per connection"),
-        None => "HTTP/1.1".to_string(),
+    let protocol = match (c.streams, c.tls) {
+        (Some(n), true) => format!("HTTP/2 over TLS 1.3 (ALPN h2), {n} streams per connection"),
+        (Some(n), false) => format!("HTTP/2 by prior knowledge (h2c), {n} streams per connection"),
+        (None, true) => "HTTP/1.1 over TLS 1.3".to_string(),
+        (None, false) => "HTTP/1.1".to_string(),
     };
     let headers = if c.request_headers.is_empty() {
         "no request header beyond Host".to_string()
@@ -317,8 +321,10 @@ fn overall(c: &Calibration) -> String {
 fn render_efficiency(s: &mut String, c: &Calibration) {
     let reference = c.reference.name();
     let _ = writeln!(s, "\n## Loader efficiency\n");
-    let target = match c.reference {
-        Loader::H2load => "no target is set against h2load: below 1, loadgen spends more per response".to_string(),
+    let target = match (c.reference, c.tls) {
+        (Loader::H2load, _) | (_, true) => {
+            format!("no target is set against {reference} here: below 1, loadgen spends more per response")
+        }
         _ => format!(
             "on a server that outruns the loaders (the floor), this is the loader's own cost per request; the \
              target for loadgen is ≥ {EFFICIENCY_TARGET}× wrk there"

@@ -143,13 +143,14 @@ pub fn run(h2load: &Path, load: &Load, duration: Duration, logdir: &Path, tag: &
     external::run((h2load, &load.cores, args), duration, (logdir, tag), parse_h2load)
 }
 
-/// Why an h2load run does not count; empty when it does.
-pub fn problems(run: &Run, warmup: bool) -> Vec<String> {
+/// Why an h2load run does not count; empty when it does: `expected` is the protocol it must report (h2 over
+/// TLS, h2c in cleartext).
+pub fn problems(run: &Run, warmup: bool, expected: &str) -> Vec<String> {
     let mut reasons = run.process_problems("h2load");
     if let Ok(o) = &run.output {
-        match o.protocol.as_deref() {
-            Some("h2" | "h2c") => {}
-            other => reasons.push(format!("h2load spoke {} instead of h2", other.unwrap_or("no protocol"))),
+        if o.protocol.as_deref() != Some(expected) {
+            reasons
+                .push(format!("h2load spoke {} instead of {expected}", o.protocol.as_deref().unwrap_or("no protocol")));
         }
         if o.failed + o.errored + o.timeout > 0 {
             reasons.push(format!("requests failed {}, errored {}, timed out {}", o.failed, o.errored, o.timeout));

@@ -3,7 +3,8 @@
 //! pinned to the same cores with the same threads, connections and duration, and says whether their req/s
 //! agree within 5%. Over HTTP/1.1 the reference is wrk, on the floor and the Node hello peer; with `--http2`
 //! it is h2load (nghttp2's), over h2c with the same streams per connection and the same request headers, on
-//! the rust, Bun and Node hello servers. It also says what each loader spent: responses per loader CPU-second,
+//! the rust, Bun and Node hello servers. `--tls` loads those three over TLS 1.3 instead (HTTPS/1.1 against
+//! wrk, h2 by ALPN against h2load), each with the run's own certificate. It also says what each loader spent: responses per loader CPU-second,
 //! from each loader process's own CPU time at its exit, for loadgen on its default engine (io_uring where the
 //! kernel allows it), loadgen on epoll, and the reference.
 //!
@@ -38,6 +39,7 @@ use crate::plan::prerequisites;
 use crate::plan::probe;
 use crate::plan::runtimes::Runtime;
 use crate::plan::server_spec::{self, ServerEnv};
+use crate::plan::tls::ClientTls;
 use crate::plan::versions;
 use crate::plan::workload_plan::{self, Plan};
 use crate::plan::workloads::Workload;
@@ -91,6 +93,10 @@ pub struct CalibrateArgs {
     /// HTTP/2 by prior knowledge (h2c), loadgen against h2load instead of wrk.
     #[arg(long, env = "COMPARE_CALIBRATE_HTTP2", display_order = 1)]
     pub http2: bool,
+    /// Over TLS 1.3 with a certificate made for the run: HTTPS/1.1 (wrk), or h2 by ALPN with --http2 (h2load);
+    /// on rust, bun, node [default servers: rust,bun,node].
+    #[arg(long, env = "COMPARE_CALIBRATE_TLS", display_order = 2)]
+    pub tls: bool,
     #[command(flatten)]
     pub measure: MeasureArgs,
     /// Connections, the same for both loaders [default: 100; --http2: 16, as compare's HTTP/2 workloads].
@@ -112,6 +118,10 @@ pub struct Config {
     pub reference: Loader,
     /// Streams per connection with --http2; None over HTTP/1.1.
     pub streams: Option<u32>,
+    /// `--tls`: the servers serve TLS and the loaders speak it.
+    pub tls: bool,
+    /// With `--tls`, the certificate `calibrate` made for the run (its CA for loadgen's `--cacert`).
+    pub certs: Option<certs::Files>,
     pub runs: u32,
     pub duration: Duration,
     pub warmup: Duration,
@@ -140,21 +150,21 @@ fn whole_seconds(flag: &str, raw: &str, zero_ok: bool) -> anyhow::Result<Duratio
     Ok(d)
 }
 
-/// The servers each protocol calibrates on: the floor (loader-bound: the loaders' own speed) and the Node peer
-/// over HTTP/1.1; the three runtimes' hello servers over HTTP/2 (the floor speaks HTTP/1.1 only).
-fn choices(http2: bool) -> &'static [Runtime] {
-    if http2 { &[Runtime::Rust, Runtime::Bun, Runtime::Node] } else { &[Runtime::Floor, Runtime::Node] }
+/// The servers calibrated on: over cleartext HTTP/1.1 the floor (loader-bound: the loaders' own speed) and the
+/// Node peer; over HTTP/2 or TLS the three runtimes' hello servers (the floor speaks cleartext HTTP/1.1 only).
+fn choices(http2_or_tls: bool) -> &'static [Runtime] {
+    if http2_or_tls { &[Runtime::Rust, Runtime::Bun, Runtime::Node] } else { &[Runtime::Floor, Runtime::Node] }
 }
 
 /// `floor,node` → the runtimes, in the order given, each one `choices` allows.
-pub fn parse_servers(text: &str, http2: bool) -> anyhow::Result<Vec<Runtime>> {
-    let allowed = choices(http2);
+pub fn parse_servers(text: &str, http2_or_tls: bool) -> anyhow::Result<Vec<Runtime>> {
+    let allowed = choices(http2_or_tls);
     let names = allowed.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ");
     let mut out = Vec::new();
     for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let Some(&rt) = allowed.iter().find(|r| r.name() == name) else {
-            let proto = if http2 { "with --http2" } else { "over HTTP/1.1" };
-            bail!("--servers: {name:?} is not calibrated on {proto}; choose from {names}");
+            let mode = if http2_or_tls { "with --http2 or --tls" } else { "over cleartext HTTP/1.1" };
+            bail!("--servers: {name:?} is not calibrated on {mode}; choose from {names}");
         };
         if !out.contains(&rt) {
             out.push(rt);
@@ -172,7 +182,12 @@ impl CalibrateArgs {
         let m = self.measure.resolve(&DEFAULTS, compare_exe)?;
         let duration = whole_seconds("duration", m.duration, false)?;
         let warmup = whole_seconds("warmup", m.warmup, true)?;
-        let workload = if self.http2 { Workload::HelloH2c } else { Workload::HelloBare };
+        // Over TLS and HTTP/1.1 the hello-bare route and servers, with the run's certificate given to them.
+        let workload = match (self.http2, self.tls) {
+            (true, true) => Workload::HelloH2,
+            (true, false) => Workload::HelloH2c,
+            (false, _) => Workload::HelloBare,
+        };
         let connections = self.connections.unwrap_or(workload.connections());
         if connections == 0 {
             bail!("--connections must be at least 1");
@@ -182,8 +197,8 @@ impl CalibrateArgs {
             bail!("--streams must be at least 1");
         }
         let servers = match &self.servers {
-            Some(text) => parse_servers(text, self.http2)?,
-            None => choices(self.http2).to_vec(),
+            Some(text) => parse_servers(text, self.http2 || self.tls)?,
+            None => choices(self.http2 || self.tls).to_vec(),
         };
         let threads = threads(m.loader_cores.count(), connections);
         Ok(Config {
@@ -193,6 +208,8 @@ impl CalibrateArgs {
             workload,
             reference: if self.http2 { Loader::H2load } else { Loader::Wrk },
             streams,
+            tls: self.tls,
+            certs: None,
             runs: m.runs,
             duration,
             warmup,
@@ -358,7 +375,7 @@ fn wrk_run(
         threads: cfg.threads,
         connections: cfg.connections,
         timeout: REQUEST_TIMEOUT,
-        url: format!("http://127.0.0.1:{}{PATH}", server.port),
+        url: url(cfg, server),
     };
     let run = wrk::run(wrk_bin, &load, duration, &bench.logdir, tag)?;
     let reasons = wrk::problems(&run, warmup);
@@ -383,10 +400,10 @@ fn h2load_run(
         connections: cfg.connections,
         streams: spec.http2_streams.unwrap_or(1),
         headers: spec.headers.clone(),
-        url: format!("http://127.0.0.1:{}{PATH}", server.port),
+        url: url(cfg, server),
     };
     let run = h2load::run(h2load_bin, &load, duration, &bench.logdir, tag)?;
-    let reasons = h2load::problems(&run, warmup);
+    let reasons = h2load::problems(&run, warmup, if cfg.tls { "h2" } else { "h2c" });
     let figures = run.output.as_ref().ok().map(|o| {
         let latencies = Latencies { mean_us: Some(o.mean_us), ..Latencies::default() };
         (o.req_per_s, o.succeeded, latencies, run.cpu_us)
@@ -407,7 +424,13 @@ fn load_spec(cfg: &Config) -> crate::plan::load_spec::LoadSpec {
     if cfg.streams.is_some() {
         load.headers.push(format!("user-agent: {USER_AGENT}"));
     }
+    load.tls = cfg.certs.as_ref().map(|files| ClientTls { ca: files.ca.clone(), resume: false });
     load
+}
+
+/// The URL the outside loaders load (neither checks the certificate: both are told nothing of the CA).
+fn url(cfg: &Config, server: &Server) -> String {
+    format!("{}://127.0.0.1:{}{PATH}", if cfg.tls { "https" } else { "http" }, server.port)
 }
 
 fn server_name(server: &Server) -> String {
@@ -421,7 +444,11 @@ fn server_name(server: &Server) -> String {
 fn calibrate_server(cfg: &Config, bench: &Bench, reference_bin: &Path, rt: Runtime) -> anyhow::Result<ServerResult> {
     let workload = cfg.workload;
     let plan = Plan::hello(workload);
-    let env = ServerEnv { floor_body: Some(workload_plan::HELLO_BODY.to_vec()), ..ServerEnv::default() };
+    let env = ServerEnv {
+        floor_body: Some(workload_plan::HELLO_BODY.to_vec()),
+        tls: cfg.certs.clone(),
+        ..ServerEnv::default()
+    };
     let spec = server_spec::server_spec(rt, workload, &cfg.paths, &env);
     let version = match rt {
         Runtime::Floor => Some(format!("compare {}", env!("CARGO_PKG_VERSION"))),
@@ -519,6 +546,14 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     let md = cfg.out_dir.join(format!("{stamp}-{}-calibrate.md", machine.hostname));
     let work = process::work_dir("compare-calibrate-").context("temp dir")?;
+    let mut with_certs = cfg.clone();
+    if cfg.tls {
+        let dir = work.path().join("tls");
+        std::fs::create_dir_all(&dir)?;
+        let bundle = certs::Bundle::generate(certs::LOOPBACK_NAMES).context("generating the run's certificate")?;
+        with_certs.certs = Some(bundle.write(&dir).context("writing the run's certificate")?);
+    }
+    let cfg = &with_certs;
     let bench = Bench {
         loadgen: cfg.paths.loadgen(),
         server_cores: cfg.server_cores.clone(),
@@ -547,6 +582,7 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
         reference: cfg.reference,
         reference_version: reference_version(cfg.reference, &reference_bin),
         streams: cfg.streams,
+        tls: cfg.tls,
         request_headers: load_spec(cfg).headers,
         loadgen_version: version_line(&cfg.paths.loadgen(), "--version")
             .unwrap_or_else(|| "loadgen (version unknown)".into()),
