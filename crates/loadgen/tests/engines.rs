@@ -10,11 +10,6 @@ use std::time::Duration;
 use common::*;
 use sha2::{Digest, Sha256};
 
-/// Both engines where the kernel allows io_uring; epoll alone where it does not (nothing to compare then).
-fn engines() -> Vec<&'static str> {
-    if loadgen::uring_unavailable().is_none() { vec!["uring", "epoll"] } else { vec!["epoll"] }
-}
-
 #[test]
 fn each_engine_is_recorded_in_the_report() {
     let server = Server::routes();

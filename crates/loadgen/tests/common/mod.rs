@@ -579,6 +579,19 @@ pub fn expected_engine(args: &RunArgs) -> &'static str {
     }
 }
 
+/// The engines a test that names them runs on: both where the kernel allows io_uring, else epoll alone, and
+/// then it says so on stderr (nextest shows it with the test's output), so a pass is never read as covering
+/// an engine that did not run.
+pub fn engines() -> Vec<&'static str> {
+    match loadgen::uring_unavailable() {
+        None => vec!["uring", "epoll"],
+        Some(why) => {
+            eprintln!("the io_uring part of this test was skipped ({why}): epoll alone ran");
+            vec!["epoll"]
+        }
+    }
+}
+
 /// Runs loadgen in process (flags that do not fit together are an input error, as in the binary).
 pub fn try_run(list: &[&str]) -> (Result<Report, loadgen::RunError>, RunArgs, Duration) {
     let args = args(list);
