@@ -51,15 +51,11 @@ pub enum Cmd {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Comma list of hello-bare, hello-default, hello-production, json-2k, static, notes-read, notes-write,
-    /// metadata, ladder-empty, ladder-validate, ladder-sqlite, ladder-postgres, … and groups: `default` (every
-    /// workload but the HTTP/2 ones), `all`, `h2` (hello-h2, hello-h2c, json-h2, ladder-h2).
-    #[arg(long, env = "COMPARE_WORKLOADS", default_value = "default", display_order = 0)]
+    // --workloads and --runtimes: their help is built from the types' own lists (workloads::list_help,
+    // runtimes::list_help), so a workload or runtime added there is listed in `compare --help` too.
+    #[arg(long, env = "COMPARE_WORKLOADS", default_value = "default", display_order = 0, help = workloads::list_help())]
     pub workloads: String,
-    /// Comma list of rust, bun, node, flight-node (the real Flight 2.0.2: hello-default, -production, static),
-    /// koa (hello-bare), floor (or `all`), and bun-shipped and node-shipped (the Scribe peers' original write
-    /// path, notes only, never in `all`); rust's answers are the reference.
-    #[arg(long, env = "COMPARE_RUNTIMES", default_value = "all", display_order = 1)]
+    #[arg(long, env = "COMPARE_RUNTIMES", default_value = "all", display_order = 1, help = runtimes::list_help())]
     pub runtimes: String,
     /// One more cell per workload, repeatable: `NAME=http://127.0.0.1:PORT[,pid=PID]` for a server already
     /// running (CPU and RSS only with its pid; never restarted, no cold starts), or `NAME=cmd:COMMAND` for

@@ -79,6 +79,11 @@ pub fn by_name_only() -> impl Iterator<Item = Runtime> {
     SHIPPED.into_iter().chain(FRAMEWORKS)
 }
 
+/// Every runtime `--runtimes` can name: `all`'s, then those measured by name only.
+pub fn built_in() -> impl Iterator<Item = Runtime> {
+    ALL.into_iter().chain(by_name_only())
+}
+
 /// A web framework run around the peers' shared handlers (its app files are bench/peers/<dir>/<name>.mjs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framework {
@@ -121,7 +126,7 @@ impl Runtime {
     }
 
     pub fn parse(name: &str) -> Option<Runtime> {
-        ALL.into_iter().chain(by_name_only()).find(|r| r.name() == name)
+        built_in().find(|r| r.name() == name)
     }
 
     /// Whether it runs on the pinned Bun (else Node, for the peers that are JavaScript); the compiled
@@ -239,7 +244,7 @@ pub fn leak_target(target: Target) -> Runtime {
 /// A comma list of runtime names and groups (`all`: the default set; `frameworks`: [`FRAMEWORKS`]), in the
 /// order given, each runtime once.
 pub fn parse_list(text: &str) -> anyhow::Result<Vec<Runtime>> {
-    let mut names: Vec<&str> = ALL.into_iter().chain(by_name_only()).map(|r| r.name()).collect();
+    let mut names: Vec<&str> = built_in().map(Runtime::name).collect();
     names.extend(["all", "frameworks"]);
     let mut out = Vec::new();
     for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
@@ -256,6 +261,20 @@ pub fn parse_list(text: &str) -> anyhow::Result<Vec<Runtime>> {
         bail!("no runtime given; choose from {}", names.join(", "));
     }
     Ok(out)
+}
+
+/// `--runtimes`'s help, built from the groups and [`by_name_only`], so `compare --help` lists every runtime
+/// there is.
+pub fn list_help() -> String {
+    let names = |runtimes: &[Runtime]| runtimes.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ");
+    format!(
+        "Comma list of runtimes and groups: `all` ({}), the default; `frameworks` ({}); and, by name only, {} (the \
+         Scribe peers' original write path, notes only). Each sits out the workloads it does not serve; rust's \
+         answers are the reference",
+        names(&ALL),
+        names(&FRAMEWORKS),
+        names(&SHIPPED),
+    )
 }
 
 #[cfg(test)]

@@ -469,6 +469,16 @@ fn names() -> String {
     Workload::ALL.map(Workload::name).join(", ")
 }
 
+/// `--workloads`'s help, built from [`Workload::ALL`] and the groups [`parse_list`] takes, so `compare --help`
+/// lists every workload there is.
+pub fn list_help() -> String {
+    format!(
+        "Comma list of workloads: {}; or groups: `default` (every workload but the HTTP/2 ones), `all`, `h2` ({})",
+        names(),
+        Workload::HTTP2.map(Workload::name).join(", ")
+    )
+}
+
 /// A comma list of workload names and groups (`default`: the default run; `all`: every workload; `h2`: the
 /// HTTP/2 ones), in the order given, each once.
 pub fn parse_list(text: &str) -> anyhow::Result<Vec<Workload>> {
