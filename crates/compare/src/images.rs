@@ -373,7 +373,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn image_specs() {
+    fn image_specs_take_a_reference_and_an_optional_port() {
         let s = parse_image("f=rust-baselines/flight-rs:0.1.0@3000").expect("with port");
         assert_eq!((s.reference.as_str(), s.port), ("rust-baselines/flight-rs:0.1.0", Some(3000)));
         let s = parse_image("p=rust-baselines/peers:0.1.0").expect("size only");

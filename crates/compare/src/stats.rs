@@ -94,7 +94,7 @@ mod tests {
     }
 
     #[test]
-    fn rotation() {
+    fn rotated_starts_at_the_offset_modulo_the_length() {
         assert_eq!(rotated(&[1, 2, 3], 0), [1, 2, 3]);
         assert_eq!(rotated(&[1, 2, 3], 1), [2, 3, 1]);
         assert_eq!(rotated(&[1, 2, 3], 5), [3, 1, 2]);

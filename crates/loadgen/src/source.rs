@@ -388,7 +388,7 @@ mod tests {
     }
 
     #[test]
-    fn templates_parse() {
+    fn path_templates_split_into_parts_and_refuse_unknown_or_open_names() {
         let names = vec!["id".to_string(), "region".to_string()];
         let parts = parse_template("/v1/{id}?region={region}", &names).expect("valid");
         assert_eq!(parts.len(), 4);

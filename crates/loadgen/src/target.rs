@@ -66,7 +66,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_parse() {
+    fn urls_give_address_path_host_header_and_scheme_and_bad_ones_are_refused() {
         let t = parse("http://127.0.0.1:3000/api/hello?x=1").expect("valid");
         assert_eq!(
             (t.addr.port(), t.path.as_str(), t.host_header.as_str()),

@@ -105,7 +105,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loadgen_arguments() {
+    fn load_specs_become_loadgen_flags_statuses_paths_and_tls() {
         let mut spec = LoadSpec::get("/v1/metadata/{id}?region={region}", 128);
         spec.vars = vec!["id=@ids.txt".into(), "region=ja,en".into()];
         spec.expect_status.push(404);

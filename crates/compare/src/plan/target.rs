@@ -115,7 +115,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn running_targets() {
+    fn a_running_target_is_a_port_with_an_optional_pid() {
         let t = parse("mine=http://127.0.0.1:8080").expect("url");
         assert_eq!(t, Target { name: "mine".into(), kind: TargetKind::Running { port: 8080, pid: None } });
         assert!(!t.has_pid() && !t.started_by_compare());
@@ -126,14 +126,14 @@ mod tests {
     }
 
     #[test]
-    fn command_targets() {
+    fn a_command_target_is_started_by_compare_with_its_port() {
         let t = parse("orig=cmd:node server.js --port {port}").expect("command");
         assert_eq!(t.kind, TargetKind::Command { command: "node server.js --port {port}".into() });
         assert!(t.has_pid() && t.started_by_compare());
     }
 
     #[test]
-    fn bad_targets() {
+    fn malformed_targets_are_refused() {
         for bad in [
             "mine",
             "=http://127.0.0.1:1",

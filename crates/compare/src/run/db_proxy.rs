@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::run::deps::{Database, Deps};
+use crate::run::deps::{Database, Dependency, Deps};
 use crate::settings::Config;
 use crate::system::process::Spawned;
 
@@ -76,7 +76,7 @@ impl DbProxies {
 
     /// The proxies as servers a run measures and watches (all of them: only the cell's own carries load).
     pub fn measured(&self) -> Vec<Database> {
-        self.proxies.iter().map(|p| Database { name: "db-proxy", pid: p.proc.pid() }).collect()
+        self.proxies.iter().map(|p| Database { kind: Dependency::DbProxy, pid: p.proc.pid() }).collect()
     }
 }
 
@@ -97,7 +97,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn authorities() {
+    fn the_proxied_authority_is_the_urls_host_and_port() {
         let at = |url: &str| authority(url).map(|r| url[r].to_string());
         assert_eq!(at("postgres://postgres@127.0.0.1:5432/compare_ladder").as_deref(), Some("127.0.0.1:5432"));
         assert_eq!(at("postgres://u:p@db:6/x?sslmode=disable").as_deref(), Some("db:6"));

@@ -272,7 +272,7 @@ mod tests {
     use crate::records::test_lookup_record as rec;
 
     #[test]
-    fn agreement() {
+    fn lookups_must_find_what_rust_found() {
         let records = vec![rec("rust", 1, 200_000.0, 10), rec("bun", 1, 100_000.0, 10)];
         assert!(disagreements(&records).is_empty());
         let odd = [rec("rust", 1, 1.0, 10), rec("node", 1, 1.0, 9)];

@@ -131,7 +131,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations() {
+    fn durations_print_as_seconds_minutes_or_hours() {
         assert_eq!(fmt_duration(Duration::from_secs(5)), "5s");
         assert_eq!(fmt_duration(Duration::from_secs(125)), "2m05s");
         assert_eq!(fmt_duration(Duration::from_secs(3725)), "1h02m");

@@ -238,7 +238,7 @@ mod tests {
     }
 
     #[test]
-    fn content_length() {
+    fn a_content_length_body_is_read_to_its_length() {
         let r = parse(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}junk")
             .expect("parses");
         assert_eq!(
@@ -257,7 +257,7 @@ mod tests {
     }
 
     #[test]
-    fn truncated() {
+    fn a_truncated_or_empty_answer_is_an_error() {
         assert!(parse(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab").is_err());
         assert!(parse(b"").is_err());
     }
