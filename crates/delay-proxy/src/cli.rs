@@ -19,7 +19,7 @@ pub struct Cli {
     #[arg(long, value_parser = parse_upstream)]
     pub upstream: SocketAddr,
     /// Round trip added: half on the way to the upstream, half back (`1ms`, `500us`, `40ms`; `0ms` for none).
-    #[arg(long, value_parser = loadgen::cli::parse_duration)]
+    #[arg(long, value_parser = textfmt::parse_duration)]
     pub rtt: Duration,
     /// Event-loop threads (each keeps the connections it accepted).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]

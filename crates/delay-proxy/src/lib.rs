@@ -19,7 +19,6 @@ mod direction;
 mod proxy;
 mod report;
 mod settings;
-mod timer;
 mod worker;
 
 pub use proxy::{Proxy, spawn};

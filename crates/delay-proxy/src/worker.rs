@@ -15,7 +15,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use crate::connection::{Connection, PumpContext, Side, Status};
 use crate::report::{ConnectionReport, End, Report};
 use crate::settings::Settings;
-use crate::timer::DueTimer;
+use oskit::timer::DueTimer;
 
 const WAKER: Token = Token(usize::MAX);
 const TIMER: Token = Token(usize::MAX - 1);

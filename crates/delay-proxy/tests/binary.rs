@@ -74,9 +74,7 @@ fn bad_arguments_exit_64_with_one_line() {
 
 /// Resident memory of a process, from /proc.
 fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/PID/status");
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("a VmRSS line");
-    line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("VmRSS in kB")
+    oskit::procfs::status_kib(format!("/proc/{pid}/status"), "VmRSS").expect("VmRSS in /proc/PID/status")
 }
 
 #[test]

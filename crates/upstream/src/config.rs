@@ -15,7 +15,7 @@ pub struct Config {
     pub hostname: IpAddr,
     /// How long each /upstream request waits before its answer (10ms, 1s; a bare number is seconds). Requests
     /// wait concurrently: one waiting does not hold up another.
-    #[arg(long, env = "UPSTREAM_DELAY", default_value = "0ms", value_parser = loadgen::cli::parse_duration)]
+    #[arg(long, env = "UPSTREAM_DELAY", default_value = "0ms", value_parser = textfmt::parse_duration)]
     pub delay: Duration,
     /// The `token` field of the answer: 1 to 64 characters of A-Z a-z 0-9 _ -.
     #[arg(long, env = "UPSTREAM_TOKEN", default_value = DEFAULT_TOKEN, value_parser = parse_token)]
