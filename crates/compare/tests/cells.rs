@@ -14,7 +14,7 @@ use compare::plan::workload_plan::Plan;
 use compare::plan::workloads::Workload;
 use compare::records::{Kind, Record};
 use compare::run::cells::{self, CheckInput, Reference, RunInput};
-use compare::run::deps::Database;
+use compare::run::deps::{Database, Dependency};
 
 const HELLO: &str = r#"{"message":"Hello from Flight!"}"#;
 
@@ -101,7 +101,10 @@ fn a_database_that_exits_mid_run_voids_it_and_a_live_one_is_measured() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut live = database_process(Duration::from_secs(30));
     let mut dying = database_process(Duration::from_millis(300));
-    let databases = vec![Database { name: "postgres", pid: live.id() }, Database { name: "redis", pid: dying.id() }];
+    let databases = vec![
+        Database { kind: Dependency::Postgres, pid: live.id() },
+        Database { kind: Dependency::Redis, pid: dying.id() },
+    ];
     // The settle before the window (half a second) outlasts 0.3 s: the dying one is gone when it is checked.
     let rec = run_with_databases(&fake_peer_spec(u64::MAX), dir.path(), databases);
     let reason = rec.void_reason.as_deref().unwrap_or("");

@@ -12,7 +12,7 @@ use crate::plan::probe::{self, Outcome, Probe};
 use crate::plan::server_spec::ServerSpec;
 use crate::records::{CacheSeen, CapacityFound, Http2Seen, Kind, LatencyUs, Record, TlsSeen};
 use crate::run::bench::{Bench, LOADER_BOUND_PCT};
-use crate::run::deps::Database;
+use crate::run::deps::{Database, Dependency};
 use crate::run::loader;
 use crate::run::server::{SETTLE, Server, millis, start_ready};
 use crate::settings::CapacitySearch;
@@ -379,7 +379,7 @@ fn window(
         // A database that died mid-run leaves a run of error answers (or of a server's fallback path):
         // nothing about it compares.
         if !matches!(procfs::process_state(d.pid), Some(state) if state != 'Z') {
-            rec.void_because(format!("{} (pid {}) exited during the run", d.name, d.pid));
+            rec.void_because(format!("{} (pid {}) exited during the run", d.kind.name(), d.pid));
         }
     }
     rec.rss_after_kib = server.rss_kib();
@@ -415,13 +415,14 @@ fn window(
             rec.loader_cpu_us_per_resp = Some(rep.cpu.us_per_response);
             for ((d, a), b) in input.databases.iter().zip(&db_cpu0).zip(&db_cpu1) {
                 let us = per_response((b.total_us() - a.total_us()).max(0.0));
-                match d.name {
-                    "postgres" => rec.postgres_cpu_us_per_resp = Some(us),
-                    "redis" => rec.redis_cpu_us_per_resp = Some(us),
-                    "upstream" => rec.upstream_cpu_us_per_resp = Some(us),
+                match d.kind {
+                    Dependency::Postgres => rec.postgres_cpu_us_per_resp = Some(us),
+                    Dependency::Redis => rec.redis_cpu_us_per_resp = Some(us),
+                    Dependency::Upstream => rec.upstream_cpu_us_per_resp = Some(us),
                     // One proxy per database and round trip: their sum.
-                    "db-proxy" => rec.db_proxy_cpu_us_per_resp = Some(rec.db_proxy_cpu_us_per_resp.unwrap_or(0.0) + us),
-                    _ => {}
+                    Dependency::DbProxy => {
+                        rec.db_proxy_cpu_us_per_resp = Some(rec.db_proxy_cpu_us_per_resp.unwrap_or(0.0) + us)
+                    }
                 }
             }
         }
@@ -439,7 +440,7 @@ fn window(
             rec.server_other_pct = Some((busy - own).max(0.0));
             // A server that waits on a delayed database or an upstream idles while it waits: there its idle
             // share says the loader set the pace only when the loader's cores were busy too.
-            let waits = input.databases.iter().any(|d| matches!(d.name, "upstream" | "db-proxy"));
+            let waits = input.databases.iter().any(|d| matches!(d.kind, Dependency::Upstream | Dependency::DbProxy));
             let loader_busy = rec.loader_busy_pct.unwrap_or(0.0) >= LOADER_BOUND_PCT;
             let bound = busy < LOADER_BOUND_PCT && (!waits || loader_busy);
             rec.loader_bound = (rec.kind == Kind::Closed).then_some(bound);

@@ -28,12 +28,35 @@ pub struct DepsOptions {
     pub redis_url: Option<String>,
 }
 
-/// A server compare started that the measured servers use (a database, or the upstream service), whose
-/// process tree a run measures and watches.
+/// What a server compare started for the measured servers is: each one's CPU per response lands in a record
+/// field of its own, and the ones that delay answers change what a server's idle share means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dependency {
+    Postgres,
+    Redis,
+    /// compare's upstream service (run/upstream.rs).
+    Upstream,
+    /// A delay proxy between the servers and a database (run/db_proxy.rs).
+    DbProxy,
+}
+
+impl Dependency {
+    /// How messages name it (`redis (pid 12) exited during the run`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dependency::Postgres => "postgres",
+            Dependency::Redis => "redis",
+            Dependency::Upstream => "upstream",
+            Dependency::DbProxy => "db-proxy",
+        }
+    }
+}
+
+/// A server compare started that the measured servers use (a database, the upstream service or a delay
+/// proxy), whose process tree a run measures and watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Database {
-    /// `postgres`, `redis` or `upstream`.
-    pub name: &'static str,
+    pub kind: Dependency,
     /// The root of its process tree (the postmaster, redis-server).
     pub pid: u32,
 }
@@ -146,9 +169,10 @@ impl Deps {
 
     /// The servers started here, by name; one given by URL is not ours to measure.
     pub fn started(&self) -> Vec<Database> {
-        let pg =
-            self.postgres.as_ref().and_then(localdeps::Postgres::pid).map(|pid| Database { name: "postgres", pid });
-        let redis = self.redis.as_ref().and_then(localdeps::Redis::pid).map(|pid| Database { name: "redis", pid });
+        let pg = self.postgres.as_ref().and_then(localdeps::Postgres::pid);
+        let pg = pg.map(|pid| Database { kind: Dependency::Postgres, pid });
+        let redis = self.redis.as_ref().and_then(localdeps::Redis::pid);
+        let redis = redis.map(|pid| Database { kind: Dependency::Redis, pid });
         pg.into_iter().chain(redis).collect()
     }
 

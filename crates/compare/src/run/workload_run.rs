@@ -19,7 +19,7 @@ use crate::records::{Kind, Record, RunMeta};
 use crate::run::bench::Bench;
 use crate::run::cells::RunInput;
 use crate::run::db_proxy::DbProxies;
-use crate::run::deps::{Database, Deps};
+use crate::run::deps::{Database, Dependency, Deps};
 use crate::run::server::Server;
 use crate::settings::Config;
 
@@ -150,16 +150,17 @@ impl WorkloadRun<'_> {
         if matches!(rt, Runtime::Floor | Runtime::Target(_)) {
             return Vec::new();
         }
-        let uses = |d: &Database| match d.name {
+        let uses = |d: &Database| match d.kind {
             // Every ladder rung is given the database, but only the postgres rung queries it.
-            "postgres" => w.queries_postgres(),
-            "redis" => w.service() == Service::Scribe || server_spec::uses_redis(rt, w),
-            _ => false,
+            Dependency::Postgres => w.queries_postgres(),
+            Dependency::Redis => w.service() == Service::Scribe || server_spec::uses_redis(rt, w),
+            // Deps starts databases only; the upstream and the proxies are added below.
+            Dependency::Upstream | Dependency::DbProxy => false,
         };
         let mut started: Vec<Database> =
             self.deps.map(|d| d.started().into_iter().filter(uses).collect()).unwrap_or_default();
         if let Some(pid) = self.upstream.as_ref().and_then(Server::pid) {
-            started.push(Database { name: "upstream", pid });
+            started.push(Database { kind: Dependency::Upstream, pid });
         }
         // The proxies carry a cell's database traffic only on a workload whose cells have a round trip.
         if let (Some(proxies), false, Some(_)) = (self.proxies, started.is_empty(), self.rtts[0]) {
