@@ -169,33 +169,19 @@ fn remove_when_unused(dir: &Path) {
 /// registered child, so whatever the main thread is waiting on returns and it unwinds normally (dropping the
 /// dependencies it started); a second signal exits at once.
 pub fn install_signal_handler() -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     // Registered before returning, so a signal right after startup is already ours.
-    let (mut int, mut term, mut hup) = rt.block_on(async {
-        Ok::<_, io::Error>((
-            signal(SignalKind::interrupt())?,
-            signal(SignalKind::terminate())?,
-            signal(SignalKind::hangup())?,
-        ))
-    })?;
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     std::thread::Builder::new().name("compare-signals".into()).spawn(move || {
-        rt.block_on(async move {
-            loop {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
-                    _ = hup.recv() => {}
-                }
-                let again = INTERRUPTED.swap(true, Ordering::SeqCst);
-                kill_all();
-                if again {
-                    eprintln!("compare: second signal: exiting now");
-                    std::process::exit(130);
-                }
-                eprintln!("compare: interrupted: stopping children (signal again to exit at once)");
+        for _ in signals.forever() {
+            let again = INTERRUPTED.swap(true, Ordering::SeqCst);
+            kill_all();
+            if again {
+                eprintln!("compare: second signal: exiting now");
+                std::process::exit(130);
             }
-        })
+            eprintln!("compare: interrupted: stopping children (signal again to exit at once)");
+        }
     })?;
     Ok(())
 }
