@@ -223,7 +223,7 @@ fn empty_note(out: &mut String, empty: bool, x0: f64, mid: f64) -> fmt::Result {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::well_formed::well_formed;
+    use crate::report::charts::well_formed;
 
     fn bar(runtime: &str, rps: f64, cpu: Option<f64>) -> Bar {
         Bar {

@@ -182,7 +182,7 @@ fn render_ladder(title: &str, unit: &str, steps: &[String], points: &[LadderPoin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::well_formed::well_formed;
+    use crate::report::charts::well_formed;
 
     #[test]
     fn ladder_chart_is_well_formed_with_a_legend() {

@@ -101,7 +101,7 @@ fn render_lines(title: &str, x_unit: &str, series: &[Series]) -> Result<String, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::well_formed::well_formed;
+    use crate::report::charts::well_formed;
 
     #[test]
     fn a_missing_point_breaks_the_line() {

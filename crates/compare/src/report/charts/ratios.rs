@@ -128,7 +128,7 @@ fn render_ratios(points: &[RatioPoint], title: &str, reference: &str) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::well_formed::well_formed;
+    use crate::report::charts::well_formed;
 
     fn point(workload: &str, runtime: &str, cpu: Option<f64>, rps: Option<f64>) -> RatioPoint {
         RatioPoint { workload: workload.into(), runtime: runtime.into(), cpu, rps, cpu_holds: true, rps_holds: false }
