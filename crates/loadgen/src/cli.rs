@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::builder::PossibleValue;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use oskit::cpu_list::CpuListError;
 
 // Where these lived before the settings moved out of this module; callers may still name them here.
 pub use crate::rate::{Rate, Schedule};
@@ -18,6 +19,9 @@ use crate::settings::{
     TlsVersion, Trust,
 };
 pub use crate::settings::{EngineChoice, Pick};
+// The flags' duration syntax lives in textfmt, shared with every binary; named here too until compare's cli.rs
+// imports it from there.
+pub use textfmt::parse_duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -514,61 +518,17 @@ pub fn parse_rate(raw: &str) -> Result<Rate, String> {
         None => number(raw).map(Rate::steady),
     }
 }
-/// `10s`, `500ms`, `2m`, `1h`, `250us`; a bare number is seconds (as in wrk).
-pub fn parse_duration(raw: &str) -> Result<Duration, String> {
-    let raw = raw.trim();
-    let split = raw.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(raw.len());
-    let (number, unit) = raw.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("invalid duration {raw:?} (e.g. 10s, 500ms, 2m)"))?;
-    let seconds = match unit {
-        "" | "s" => value,
-        "ms" => value / 1e3,
-        "us" | "µs" => value / 1e6,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return Err(format!("invalid duration unit in {raw:?} (use us, ms, s, m or h)")),
-    };
-    if !seconds.is_finite() || seconds < 0.0 {
-        return Err(format!("invalid duration {raw:?}"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
-}
-
-/// `1`, `2-3`, `0,2,4-5` → CPU ids.
-pub fn parse_cpus(raw: &str) -> Result<Vec<usize>, String> {
-    let mut cpus = Vec::new();
-    for part in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || format!("invalid CPU list {raw:?} (e.g. 1, 2-3, 0,2)");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b {
-                    return Err(bad());
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().map_err(|_| bad())?),
-        }
-    }
-    if cpus.is_empty() {
-        return Err(format!("empty CPU list {raw:?}"));
-    }
-    Ok(cpus)
+/// `1`, `2-3`, `0,2,4-5` → CPU ids, in oskit's one rule for CPU lists (an empty item such as `1,` is refused).
+fn parse_cpus(raw: &str) -> Result<Vec<usize>, String> {
+    oskit::cpu_list::parse_cpu_list(raw).map_err(|e| match e {
+        CpuListError::Empty => format!("empty CPU list {raw:?}"),
+        CpuListError::BadItem(_) => format!("invalid CPU list {raw:?} (e.g. 1, 2-3, 0,2)"),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_parse_like_wrk() {
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("ten").is_err());
-        assert!(parse_duration("5x").is_err());
-    }
 
     #[test]
     fn rates_parse() {
@@ -585,6 +545,8 @@ mod tests {
         assert_eq!(parse_cpus("0,2-3"), Ok(vec![0, 2, 3]));
         assert!(parse_cpus("3-1").is_err());
         assert!(parse_cpus("a").is_err());
+        assert_eq!(parse_cpus("1,"), Err("invalid CPU list \"1,\" (e.g. 1, 2-3, 0,2)".to_string()));
+        assert_eq!(parse_cpus(""), Err("empty CPU list \"\"".to_string()));
     }
 
     fn cli(args: &str) -> Cli {

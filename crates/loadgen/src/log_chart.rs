@@ -6,6 +6,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use textfmt::xml::escape_text;
+
 use crate::request_log::Record;
 
 const WIDTH: f64 = 960.0;
@@ -70,7 +72,7 @@ pub fn svg(records: &[Record], width: Duration, title: &str) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(out, r#"<text x="{LEFT}" y="22" font-size="14">{}</text>"#, escape(title));
+    let _ = writeln!(out, r#"<text x="{LEFT}" y="22" font-size="14">{}</text>"#, escape_text(title));
     for exp in lo_exp..=hi_exp {
         let us = 10u64.pow(exp.max(0) as u32);
         let yy = y(us);
@@ -127,10 +129,6 @@ pub fn svg(records: &[Record], width: Duration, title: &str) -> String {
     }
     out.push_str("</svg>\n");
     out
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 #[cfg(test)]

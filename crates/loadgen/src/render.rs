@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::report::{Latency, Report, SATURATED_PCT, Tls, decode_histogram};
 use crate::stats::Http2Counts;
+use textfmt::thousands;
 
 /// The quantiles of the `--latency` distribution table, with their labels.
 const DISTRIBUTION: [(&str, f64); 7] =
@@ -339,19 +340,6 @@ fn trim_float(v: f64, decimals: usize) -> String {
     if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
 }
 
-/// `812000` → `812,000`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -563,8 +551,5 @@ mod tests {
         assert_eq!(run_length(2.5), "2.5s");
         assert_eq!(rate(20_000.0), "20000");
         assert_eq!(rate(1500.5), "1500.5");
-        assert_eq!(thousands(812_000), "812,000");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000_000), "1,000,000");
     }
 }

@@ -332,19 +332,10 @@ pub fn process_cpu_us() -> u64 {
     user + sys
 }
 
-/// utime and stime of a /proc/…/stat file, µs.
+/// utime and stime of a /proc/…/stat file, µs; zeros when it cannot be read.
 fn stat_cpu_us(path: &str) -> (u64, u64) {
-    let Ok(stat) = std::fs::read_to_string(path) else { return (0, 0) };
-    // The command name may contain spaces; the fields after its closing parenthesis are fixed.
-    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return (0, 0) };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After ")": state is field 3, so utime (14) and stime (15) are at indexes 11 and 12.
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    let per_tick_us = 1_000_000 / clock_ticks_per_second();
-    (ticks(11) * per_tick_us, ticks(12) * per_tick_us)
-}
-
-/// USER_HZ: 100 on every Linux ABI this runs on (it is fixed by the kernel ABI, not the config HZ).
-fn clock_ticks_per_second() -> u64 {
-    100
+    let Some(stat) = oskit::procfs::read_stat(path) else { return (0, 0) };
+    // Multiplied before dividing, so a tick rate that does not divide a million (1024 on some ABIs) stays exact.
+    let hz = oskit::procfs::clock_ticks_per_second();
+    (stat.user_ticks * 1_000_000 / hz, stat.system_ticks * 1_000_000 / hz)
 }

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use certs::trust::{RootsError, any_certificate};
+use certs::trust::{CaFileError, RootsError};
 use rustls::client::Resumption;
 use rustls::crypto::{CryptoProvider, aws_lc_rs};
 use rustls::pki_types::ServerName;
@@ -36,24 +36,17 @@ pub fn build(tls: &TlsSettings, host: &str, http2: bool) -> Result<TlsClient, St
         Some(TlsVersion::V1_3) => &[&rustls::version::TLS13],
         None => rustls::DEFAULT_VERSIONS,
     };
-    let builder = ClientConfig::builder_with_provider(provider.clone())
+    let builder = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(versions)
         .map_err(|e| format!("the TLS flags ask for nothing that can be offered: {e}"))?;
-    let mut config = match &tls.trust {
-        Trust::CaFile(path) => {
-            let roots = certs::trust::roots_from_pem_file(path).map_err(|e| match e {
-                RootsError::Unreadable(e) => format!("cannot read --cacert {}: {e}", path.display()),
-                RootsError::NoCertificate => format!("--cacert {}: no CA certificate in it", path.display()),
-            })?;
-            builder.with_root_certificates(roots).with_no_client_auth()
-        }
-        // Any chain, but the handshake's signature is checked, so an insecure handshake costs the client what
-        // a verified one would, minus the chain check.
-        Trust::Insecure => builder
-            .dangerous()
-            .with_custom_certificate_verifier(any_certificate(provider.signature_verification_algorithms))
-            .with_no_client_auth(),
+    let trust = match &tls.trust {
+        Trust::CaFile(path) => certs::trust::Trust::CaFile(path.clone()),
+        Trust::Insecure => certs::trust::Trust::Insecure,
     };
+    let mut config = certs::trust::client_config(builder, &trust).map_err(|CaFileError { path, why }| match why {
+        RootsError::Unreadable(e) => format!("cannot read --cacert {}: {e}", path.display()),
+        RootsError::NoCertificate => format!("--cacert {}: no CA certificate in it", path.display()),
+    })?;
     config.alpn_protocols = vec![if http2 { b"h2".to_vec() } else { b"http/1.1".to_vec() }];
     config.resumption = Resumption::disabled();
     Ok(TlsClient { config: Arc::new(config), server_name, resume: tls.resume })

@@ -6,27 +6,18 @@
 //! server's certificate need not carry and a CA the image need not hold; the handshake (and its signature,
 //! made with the certificate's key) still has to complete, which is what tells a live server from a dead one.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use certs::trust::{RootsError, any_certificate};
+use certs::trust::{CaFileError, RootsError};
 use rustls::client::Resumption;
 use rustls::crypto::aws_lc_rs;
 use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
 use crate::{Bounded, Error};
 
-/// What an `https://` probe trusts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Trust {
-    /// `--cacert PATH`: every certificate in the PEM file is a trust anchor, so a CA file works, and so does a
-    /// chain file that ends with the CA that issued it. A file with only the server's own certificate does
-    /// not: webpki never takes the presented certificate itself as its anchor.
-    CaFile(PathBuf),
-    /// `--insecure`: any certificate, for any name; the handshake must still complete.
-    Insecure,
-}
+/// What an `https://` probe trusts: `--cacert PATH` or `--insecure` (the same choice loadgen offers).
+pub use certs::trust::Trust;
 
 /// The TLS stream the GET is sent on.
 pub(crate) type Stream = StreamOwned<ClientConnection, Bounded>;
@@ -50,30 +41,19 @@ pub(crate) fn connect(sock: Bounded, host: &str, config: Arc<ClientConfig>) -> R
 /// `http/1.1` (the servers speak nothing else), no session resumption (one connection per process).
 pub(crate) fn config(trust: &Trust) -> Result<Arc<ClientConfig>, Error> {
     let provider = Arc::new(aws_lc_rs::default_provider());
-    let builder = ClientConfig::builder_with_provider(provider.clone())
+    let builder = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(Error::Tls)?;
-    let mut config = match trust {
-        Trust::CaFile(path) => builder.with_root_certificates(roots(path)?).with_no_client_auth(),
-        Trust::Insecure => builder
-            .dangerous()
-            .with_custom_certificate_verifier(any_certificate(provider.signature_verification_algorithms))
-            .with_no_client_auth(),
-    };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    config.resumption = Resumption::disabled();
-    Ok(Arc::new(config))
-}
-
-/// The certificates of `path` as trust anchors (see [`Trust::CaFile`]).
-fn roots(path: &Path) -> Result<RootCertStore, Error> {
-    certs::trust::roots_from_pem_file(path).map_err(|e| {
-        let why = match e {
+    let mut config = certs::trust::client_config(builder, trust).map_err(|CaFileError { path, why }| {
+        let why = match why {
             RootsError::Unreadable(why) => why,
             RootsError::NoCertificate => "no PEM certificate in it".into(),
         };
-        Error::CaFile(path.to_path_buf(), why)
-    })
+        Error::CaFile(path, why)
+    })?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.resumption = Resumption::disabled();
+    Ok(Arc::new(config))
 }
 
 /// A word on the commonest handshake failures, after rustls's own text.
