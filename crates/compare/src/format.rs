@@ -8,13 +8,7 @@ use crate::stats::Spread;
 pub fn num(v: f64, digits: usize) -> String {
     let s = format!("{:.*}", digits, v.abs());
     let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
-    let mut grouped = String::new();
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
+    let grouped = textfmt::group_digits(int);
     let sign = if v < 0.0 && s.chars().any(|c| c.is_ascii_digit() && c != '0') { "-" } else { "" };
     match frac {
         Some(f) => format!("{sign}{grouped}.{f}"),

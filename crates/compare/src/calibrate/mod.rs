@@ -140,7 +140,7 @@ const DEFAULTS: Defaults = Defaults { runs: [3, 1], duration: ["10s", "2s"], war
 
 /// A duration wrk can take: whole seconds (0 only where `zero_ok`).
 fn whole_seconds(flag: &str, raw: &str, zero_ok: bool) -> anyhow::Result<Duration> {
-    let d = loadgen::cli::parse_duration(raw).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))?;
+    let d = textfmt::parse_duration(raw).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))?;
     if d.subsec_nanos() != 0 {
         bail!("--{flag} must be whole seconds (wrk's -d takes seconds), not {raw:?}");
     }

@@ -4,6 +4,7 @@
 //! from disk in any browser, without a server, network or script.
 
 use pulldown_cmark::{Alignment, CowStr, Event, Options, Parser, Tag, TagEnd, html};
+use textfmt::xml::escape_text;
 
 const STYLE: &str = r#"body { margin: 0; background: #fff; color: #222;
   font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; line-height: 1.45; }
@@ -31,15 +32,8 @@ pub fn page(title: &str, markdown: &str, svgs: &[(String, String)]) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n\
          <style>\n{STYLE}</style>\n</head>\n<body>\n<main>\n{body}</main>\n</body>\n</html>\n",
-        escape(title)
+        escape_text(title)
     )
-}
-
-/// `text` escaped for HTML, by the same writer that renders the page.
-fn escape(text: &str) -> String {
-    let mut out = String::new();
-    html::push_html(&mut out, std::iter::once(Event::Text(text.into())));
-    out
 }
 
 /// An SVG document as markup for inside HTML: without its XML declaration.

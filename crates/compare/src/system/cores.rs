@@ -14,17 +14,12 @@ pub struct Cores {
 }
 
 impl Cores {
+    /// oskit's one rule for CPU lists (loadgen's `--pin` takes the same): an empty item such as `1,` is refused.
     pub fn parse(text: &str) -> anyhow::Result<Cores> {
-        let mut set = BTreeSet::new();
-        for part in text.split(',').map(str::trim) {
-            let (lo, hi) = part.split_once('-').unwrap_or((part, part));
-            let (lo, hi): (usize, usize) = match (lo.trim().parse(), hi.trim().parse()) {
-                (Ok(lo), Ok(hi)) if lo <= hi => (lo, hi),
-                _ => bail!("bad core list {text:?} (use e.g. 0, 0,2 or 1-3)"),
-            };
-            set.extend(lo..=hi);
-        }
-        Ok(Cores { set, text: text.to_string() })
+        let Ok(cpus) = oskit::cpu_list::parse_cpu_list(text) else {
+            bail!("bad core list {text:?} (use e.g. 0, 0,2 or 1-3)")
+        };
+        Ok(Cores { set: cpus.into_iter().collect(), text: text.to_string() })
     }
 
     pub fn set(&self) -> &BTreeSet<usize> {
@@ -69,7 +64,7 @@ mod tests {
         assert_eq!((c.set(), c.as_str(), c.count()), (&BTreeSet::from([0, 2, 3]), "0,2-3", 3));
         assert!(c.is_disjoint(&Cores::parse("1").expect("cores")));
         assert!(!c.is_disjoint(&Cores::parse("3-4").expect("cores")));
-        for bad in ["", "3-1", "a", "1,"] {
+        for bad in ["", "3-1", "a", "1,", ",1"] {
             assert!(Cores::parse(bad).is_err(), "{bad:?}");
         }
     }

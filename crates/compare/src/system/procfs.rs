@@ -5,25 +5,18 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::Context;
+use oskit::procfs::{self, Stat};
 
 use crate::system::cores::Cores;
 
-/// Clock ticks per second: the unit of /proc/<pid>/stat's CPU times and /proc/stat's counters.
-pub fn clock_ticks() -> u64 {
-    rustix::param::clock_ticks_per_second().max(1)
-}
-
-/// The fields after `comm` in /proc/<pid>/stat (index 0 is field 3, the state). `comm` may hold spaces and
-/// parentheses, so split after the last ')'.
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let raw = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &raw[raw.rfind(')')? + 1..];
-    Some(rest.split_whitespace().map(str::to_string).collect())
+/// /proc/<pid>/stat through oskit's reader, `None` when the process is gone.
+fn stat(pid: u32) -> Option<Stat> {
+    procfs::read_stat(format!("/proc/{pid}/stat"))
 }
 
 /// The state letter of a process (R, S, Z…), `None` when it does not exist.
 pub fn process_state(pid: u32) -> Option<char> {
-    stat_fields(pid)?.first()?.chars().next()
+    stat(pid).map(|stat| stat.state)
 }
 
 /// `pid` and all its descendants, through /proc/<p>/task/*/children (children of every thread).
@@ -72,33 +65,25 @@ pub fn tree_cpu(pid: u32) -> TreeCpu {
 
 /// utime + stime of one process (all its threads, live and exited), zero when it is gone.
 pub fn own_cpu(pid: u32) -> TreeCpu {
-    let tick_us = 1e6 / clock_ticks() as f64;
-    let Some(f) = stat_fields(pid) else { return TreeCpu::default() };
-    // Fields 14 and 15 (utime, stime) are at 11 and 12 counting from field 3.
-    let get = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) as f64;
-    TreeCpu { user_us: get(11) * tick_us, sys_us: get(12) * tick_us }
+    let tick_us = 1e6 / procfs::clock_ticks_per_second() as f64;
+    let Some(stat) = stat(pid) else { return TreeCpu::default() };
+    TreeCpu { user_us: stat.user_ticks as f64 * tick_us, sys_us: stat.system_ticks as f64 * tick_us }
 }
 
 /// VmRSS summed over the tree, KiB (a Node cluster's primary counts too).
 pub fn tree_rss_kib(pid: u32) -> u64 {
-    process_tree(pid).into_iter().map(|p| status_kib(&format!("/proc/{p}/status"), "VmRSS:")).sum()
+    process_tree(pid).into_iter().map(|p| status_kib(p, "VmRSS")).sum()
 }
 
 /// VmHWM (each process's peak RSS so far) summed over the tree, KiB: the tree's peak when its processes
 /// peak together, an upper bound otherwise.
 pub fn tree_peak_rss_kib(pid: u32) -> u64 {
-    process_tree(pid).into_iter().map(|p| status_kib(&format!("/proc/{p}/status"), "VmHWM:")).sum()
+    process_tree(pid).into_iter().map(|p| status_kib(p, "VmHWM")).sum()
 }
 
-/// One `<field> <n> kB` line of a /proc status file; 0 when the process or the line is gone.
-fn status_kib(status_path: &str, field: &str) -> u64 {
-    let Ok(status) = std::fs::read_to_string(status_path) else { return 0 };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+/// One `Name: <n> kB` line of a process's status file; 0 when the process or the line is gone.
+fn status_kib(pid: u32, name: &str) -> u64 {
+    procfs::status_kib(format!("/proc/{pid}/status"), name).unwrap_or(0)
 }
 
 /// Summed /proc/stat counters (ticks) of some cores.

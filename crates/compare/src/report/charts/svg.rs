@@ -3,6 +3,11 @@
 
 use std::fmt::{self, Write};
 
+// The charts' names for textfmt's: whole numbers with separators ("123,457"), and the escape fit for element
+// text and attribute values alike (quotes too; characters XML 1.0 cannot carry dropped).
+pub(super) use textfmt::thousands_rounded as thousands;
+pub(super) use textfmt::xml::escape_attribute as esc;
+
 pub(super) const WIDTH: f64 = 720.0;
 const FONT: &str = "Helvetica, Arial, sans-serif";
 /// Every runtime compare knows keeps its own colour in every chart, whichever subset a chart shows, so no two
@@ -141,19 +146,6 @@ impl Axis {
     }
 }
 
-/// 123456.7 → "123,457".
-pub(super) fn thousands(v: f64) -> String {
-    let digits = format!("{:.0}", v.max(0.0));
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// CPU-µs with precision where it matters: "3.42", "12.3", "215".
 pub(super) fn micros(v: f64) -> String {
     if v >= 100.0 {
@@ -163,24 +155,6 @@ pub(super) fn micros(v: f64) -> String {
     } else {
         format!("{v:.2}")
     }
-}
-
-/// Text and attribute values for XML; characters XML 1.0 cannot carry at all are dropped.
-pub(super) fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(' '),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
