@@ -64,7 +64,7 @@ fn flight_node_without_redis_fails_its_cell_with_the_reason() {
     let check: Vec<_> = recs.iter().filter(|r| r.runtime == "flight-node" && r.kind == Kind::Check).collect();
     assert!(check[0].void, "{check:?}");
     let reason = check[0].void_reason.as_deref().unwrap_or("");
-    assert!(reason.contains(&format!("127.0.0.1:{dead} did not answer PING")), "{reason}");
+    assert!(reason.contains(&format!("Redis at 127.0.0.1:{dead}: PING")), "{reason}");
     assert!(!recs.iter().any(|r| r.runtime == "flight-node" && r.kind == Kind::Closed));
     // rust needs no Redis in hello-default and is still measured.
     assert!(recs.iter().any(|r| r.runtime == "rust" && r.kind == Kind::Closed && !r.void));
