@@ -7,11 +7,8 @@
 pub fn escape_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
+        if !push_markup_entity(c, &mut out) {
+            out.push(c);
         }
     }
     out
@@ -23,10 +20,10 @@ pub fn escape_text(text: &str) -> String {
 pub fn escape_attribute(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
+        if push_markup_entity(c, &mut out) {
+            continue;
+        }
         match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             '\t' | '\n' | '\r' => out.push(' '),
@@ -35,6 +32,18 @@ pub fn escape_attribute(text: &str) -> String {
         }
     }
     out
+}
+
+/// The entity of `&`, `<` or `>` pushed onto `out`; false (nothing pushed) for any other character.
+fn push_markup_entity(c: char, out: &mut String) -> bool {
+    let entity = match c {
+        '&' => "&amp;",
+        '<' => "&lt;",
+        '>' => "&gt;",
+        _ => return false,
+    };
+    out.push_str(entity);
+    true
 }
 
 #[cfg(test)]
