@@ -25,9 +25,11 @@
 //!   system/                   processes and their groups, /proc, core lists, a raw HTTP client
 //! ```
 //!
-//! Imports follow the flow: plan knows nothing of run or report, report reads records (and asks the
-//! workload type), run renders the report when it ends, and nothing imports cli. `table`, `format` and
-//! `stats` are shared leaves.
+//! Imports point one way, down this order, with no cycle (modules on one line import neither other):
+//! `cli`; `calibrate`, `images`; `run`; `report`; `ledger`; `verdict`; `reference`; `format`, `measure`,
+//! `settings`; `plan`, `stats`; `records`; `provenance`, `system`, `table`, `floor`. So nothing imports cli,
+//! run renders the report when it ends, report reads records (and asks plan's workload type) but never run,
+//! and plan knows nothing of run or report. tests/tests/imports.rs checks the order against the source.
 //!
 //! ```text
 //! bash bench/setup.sh && bash scripts/install-test-deps.sh

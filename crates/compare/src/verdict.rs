@@ -14,7 +14,7 @@
 //! comparable` when (d) fails. The rule reads records only (already judged by the report's cross-record
 //! rules, at each workload's headline connection count and round trip), so its input is what the report
 //! shows. [`judge_pair`] is the rule for one pair, metric and kind of record: the overview's verdicts and
-//! the published claims' (crate::claims) both come from it.
+//! the published claims' (report::claims) both come from it.
 
 use std::collections::BTreeMap;
 
