@@ -1,5 +1,5 @@
 //! The import order each library's docs state, checked against its source: compare's lib.rs and README and
-//! loadgen's lib.rs each list their top-level modules in an order in which every `crate::` path points down
+//! loadgen's lib.rs each list their top-level modules in layers in which every `crate::` path points down
 //! (a module names only modules after it), so each can be read and tested without the ones above it. The
 //! lists here are those docs' lists; a module missing from a list, or an import that points up, fails with
 //! the file and the edge.
@@ -20,6 +20,25 @@ const COMPARE: &[&[&str]] = &[
     &["plan", "stats"],
     &["records"],
     &["provenance", "system", "table", "floor"],
+];
+
+/// loadgen's layers, top to bottom (crates/loadgen/src/lib.rs).
+const LOADGEN: &[&[&str]] = &[
+    &["cli", "capacity"],
+    &["run"],
+    &["per_second"],
+    &["worker"],
+    &["conn", "open_loop", "tls", "assertions"],
+    &["h2", "tls_config", "epoll", "uring", "source"],
+    &["h2_response", "h2_settings", "h2_stream", "engine", "session_store", "timer"],
+    &["h2_request"],
+    &["h2_frame", "hpack", "http1"],
+    &["log_chart", "merge"],
+    &["render"],
+    &["report"],
+    &["stats"],
+    &["settings"],
+    &["rate", "target", "handshake", "request_log", "open_files"],
 ];
 
 /// Every `.rs` file under `dir`.
@@ -94,6 +113,11 @@ fn crate_src(name: &str) -> PathBuf {
 #[test]
 fn compare_imports_point_down_its_stated_order() {
     assert_layered(&crate_src("compare"), COMPARE);
+}
+
+#[test]
+fn loadgen_imports_point_down_its_stated_order() {
+    assert_layered(&crate_src("loadgen"), LOADGEN);
 }
 
 #[test]

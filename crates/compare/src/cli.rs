@@ -152,7 +152,7 @@ const DEFAULTS: Defaults = Defaults { runs: [3, 1], duration: ["10s", "2s"], war
 const FULL: Defaults = Defaults { runs: [3, 3], duration: ["20s", "20s"], warmup: ["10s", "10s"] };
 
 fn parse_dur(flag: &str, raw: &str) -> anyhow::Result<Duration> {
-    loadgen::cli::parse_duration(raw).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
+    textfmt::parse_duration(raw).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
 }
 
 /// `--connections`: empty (each workload's own), one count, or a sweep of distinct counts in the order given.

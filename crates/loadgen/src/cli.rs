@@ -19,9 +19,8 @@ use crate::settings::{
     TlsVersion, Trust,
 };
 pub use crate::settings::{EngineChoice, Pick};
-// The flags' duration syntax lives in textfmt, shared with every binary; named here too until compare's cli.rs
-// imports it from there.
-pub use textfmt::parse_duration;
+// The flags' duration syntax lives in textfmt, shared with every binary.
+use textfmt::parse_duration;
 
 #[derive(Debug, Parser)]
 #[command(

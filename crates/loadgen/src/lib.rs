@@ -1,4 +1,4 @@
-//! loadgen: a wrk-class HTTP/1.1 load generator that reports honestly.
+//! loadgen: a wrk-class HTTP/1.1 and HTTP/2 load generator that reports honestly.
 //!
 //! Threads each run their own event loop (io_uring, or epoll through mio; optionally pinned), own their
 //! connections and their HDR histograms, and merge once at the end. Closed loop (like wrk; latency
@@ -12,18 +12,26 @@
 //! loadgen merge a.json b.json --json all.json
 //! ```
 
-// From the top down: `cli` (clap) parses flags into `settings`, plain values that nothing below `cli` needs clap
-// for; `capacity` searches by repeating runs; `run` makes room for the connections (`open_files`), starts the workers
-// and follows them (`per_second`); `worker` is one thread's event loop on an `engine` (`uring` or `epoll`, either
-// under `tls`, configured by `tls_config`, which gives each worker its `session_store`, and says what each
-// `handshake` negotiated) over its connection slots (`conn`), sending what `source` renders at the pace of `rate`
-// (`open_loop` keeps the schedule, the sends waiting and the free connections), parsing with `http1` (over HTTP/2,
-// `h2`'s sans-I/O client, which holds the connection and re-exports the settings of `h2_settings`, writes requests'
-// header blocks with `h2_request`, decodes responses' with `h2_response` (which borrows `h2_request`'s `trim`),
-// keeps its streams in `h2_stream`, all of them on `h2_frame`'s frames and `hpack`) and checking `assertions`;
-// `worker`'s children `worker::http1` and `worker::http2` are its protocol halves, extending its `State`. `stats`
-// is what a worker counts, `report` what a run adds up to, `render` its text, `merge` several reports in one.
-// Imports only point down this order, so each module can be read (and tested) without the ones above it.
+// The modules in layers, top down; each imports only modules of the layers below it (modules on one line import
+// neither other), so each can be read and tested without the ones above it. tests/tests/imports.rs (the
+// workspace's e2e package) checks this order against the source.
+//   cli, capacity            clap's flags into `settings`; `capacity` searches by repeating runs
+//   run                      room for the connections (`open_files`), the workers started and followed
+//   per_second               the once-a-second figures, read from the workers
+//   worker                   one thread's event loop (its `http1` and `http2` children are the protocol halves)
+//   conn, open_loop, tls,    a connection slot; the open loop's schedule and waiting sends; TLS as an engine
+//     assertions             over either engine; the checks every response gets
+//   h2, tls_config, epoll,   HTTP/2's sans-I/O client; the rustls config; the two engines; the requests
+//     uring, source
+//   h2_response, h2_settings, h2_stream, engine, session_store, timer
+//   h2_request               (h2_response borrows its `trim`)
+//   h2_frame, hpack, http1   the frame layer, HPACK, HTTP/1.1 framing
+//   log_chart, merge         the request log's chart; several reports in one
+//   render                   a report's text
+//   report                   what a run adds up to
+//   stats                    what a worker counts
+//   settings                 the plain values a run is made of
+//   rate, target, handshake, request_log, open_files    leaves
 
 pub mod assertions;
 pub mod capacity;
