@@ -269,6 +269,7 @@ fn quick_tls_calibrations_against_wrk_and_h2load_on_rust() {
         "HTTP/1.1 over TLS 1.3,",
         "--cacert ",
         "--tls-version 1.3",
+        "--tls-cipher TLS13_AES_256_GCM_SHA384",
         "https://127.0.0.1:",
         "| rust | 1 | wrk |",
         "no target is set against wrk here",

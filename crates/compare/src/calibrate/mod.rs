@@ -411,6 +411,10 @@ fn h2load_run(
     Ok((counted(figures, reasons, "h2load output"), run.argv))
 }
 
+/// The TLS 1.3 suite wrk and h2load (OpenSSL 3) put first and so negotiate with every server here; loadgen
+/// offers it alone, so all loaders encrypt alike (a comparison pins TLS13_AES_128_GCM_SHA256 instead).
+const OPENSSL_SUITE: &str = "TLS13_AES_256_GCM_SHA384";
+
 /// Sent by both loaders in place of their own user-agents (h2load's names its nghttp2 version, loadgen sends
 /// none), so the servers decode the same header block from each.
 pub const USER_AGENT: &str = "compare-calibrate";
@@ -424,7 +428,8 @@ fn load_spec(cfg: &Config) -> crate::plan::load_spec::LoadSpec {
     if cfg.streams.is_some() {
         load.headers.push(format!("user-agent: {USER_AGENT}"));
     }
-    load.tls = cfg.certs.as_ref().map(|files| ClientTls { ca: files.ca.clone(), resume: false });
+    load.tls =
+        cfg.certs.as_ref().map(|files| ClientTls { cipher: OPENSSL_SUITE, ..ClientTls::new(files.ca.clone(), false) });
     load
 }
 

@@ -116,7 +116,7 @@ mod tests {
         let hello = LoadSpec::get("/api/hello", 100).loadgen_args(1);
         assert_eq!(hello, ["--expect-status", "200", "http://127.0.0.1:1/api/hello"]);
         let mut churn = LoadSpec::get("/api/hello", 100);
-        churn.tls = Some(ClientTls { ca: "/w/ca.pem".into(), resume: true });
+        churn.tls = Some(ClientTls::new("/w/ca.pem".into(), true));
         churn.requests_per_conn = Some(1);
         let args = churn.loadgen_args(2).join(" ");
         assert!(args.starts_with("--cacert /w/ca.pem --tls-version 1.3"), "{args}");

@@ -32,16 +32,24 @@ pub struct ClientTls {
     pub ca: std::path::PathBuf,
     /// Resume sessions on new connections (tickets); off: a full handshake on every connection.
     pub resume: bool,
+    /// The one suite offered: [`CIPHER_SUITE`] in a comparison; calibrate offers what wrk and h2load (OpenSSL)
+    /// negotiate by default, so the loaders it compares do the same work.
+    pub cipher: &'static str,
 }
 
 impl ClientTls {
+    /// The comparison's client: the pinned version, suite and group, trusting `ca`.
+    pub fn new(ca: std::path::PathBuf, resume: bool) -> ClientTls {
+        ClientTls { ca, resume, cipher: CIPHER_SUITE }
+    }
+
     /// The pinned parameters as loadgen's client settings.
     pub fn settings(&self) -> TlsSettings {
         TlsSettings {
             trust: Trust::CaFile(self.ca.clone()),
             resume: self.resume,
             version: Some(VERSION),
-            ciphers: vec![CIPHER_SUITE.to_string()],
+            ciphers: vec![self.cipher.to_string()],
             groups: vec![GROUP.to_string()],
         }
     }
@@ -56,7 +64,7 @@ impl ClientTls {
             "--tls-version",
             VERSION.name(),
             "--tls-cipher",
-            CIPHER_SUITE,
+            self.cipher,
             "--tls-group",
             GROUP,
             "--tls-resume",
@@ -71,7 +79,7 @@ impl ClientTls {
 /// `ca` signed: the pinned parameters, no resumption (each probe is a connection of its own), verified
 /// for 127.0.0.1, the address every server listens on.
 pub fn probe_client(ca: &Path) -> anyhow::Result<Arc<rustls::ClientConfig>> {
-    let tls = ClientTls { ca: ca.to_path_buf(), resume: false };
+    let tls = ClientTls::new(ca.to_path_buf(), false);
     let client = loadgen::tls_config::build(&tls.settings(), "127.0.0.1", false).map_err(anyhow::Error::msg)?;
     Ok(client.config)
 }
@@ -117,7 +125,7 @@ mod tests {
 
     #[test]
     fn pinned_parameters_are_what_loadgen_is_told_and_what_is_checked() {
-        let tls = ClientTls { ca: "/w/ca.pem".into(), resume: false };
+        let tls = ClientTls::new("/w/ca.pem".into(), false);
         assert_eq!(
             tls.loadgen_args().join(" "),
             "--cacert /w/ca.pem --tls-version 1.3 --tls-cipher TLS13_AES_128_GCM_SHA256 --tls-group x25519 \

@@ -88,7 +88,7 @@ impl Plan {
         plan.load.http2_streams = connecting.http2_streams;
         if connecting.tls {
             let files = inputs.certs.context("this run's certificate")?;
-            plan.load.tls = Some(ClientTls { ca: files.ca.clone(), resume: connecting.resume });
+            plan.load.tls = Some(ClientTls::new(files.ca.clone(), connecting.resume));
             plan.tls = Some(files.clone());
         }
         Ok(plan)
