@@ -45,7 +45,7 @@ use crate::plan::workload_plan::{self, Plan};
 use crate::plan::workloads::Workload;
 use crate::records;
 use crate::report;
-use crate::run::bench::Bench;
+use crate::run::bench::{Bench, Timing};
 use crate::run::loader;
 use crate::run::server::{self, Server};
 use crate::system::cores::Cores;
@@ -54,8 +54,6 @@ use crate::system::procfs;
 
 /// Both loaders' per-request timeout (wrk's default is 2 s; loadgen's compare runs use 5 s).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a server may take to its first 200.
-const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The path both loaders load.
 const PATH: &str = "/api/hello";
 
@@ -553,23 +551,12 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
     let work = process::work_dir("compare-calibrate-").context("temp dir")?;
     let mut with_certs = cfg.clone();
     if cfg.tls {
-        let dir = work.path().join("tls");
-        std::fs::create_dir_all(&dir)?;
-        let bundle = certs::Bundle::generate(certs::LOOPBACK_NAMES).context("generating the run's certificate")?;
-        with_certs.certs = Some(bundle.write(&dir).context("writing the run's certificate")?);
+        with_certs.certs = Some(crate::plan::tls::run_certificate(work.path())?);
     }
     let cfg = &with_certs;
-    let bench = Bench {
-        loadgen: cfg.paths.loadgen(),
-        server_cores: cfg.server_cores.clone(),
-        loader_cores: cfg.loader_cores.clone(),
-        warmup: cfg.warmup,
-        duration: cfg.duration,
-        request_timeout: REQUEST_TIMEOUT,
-        ready_timeout: READY_TIMEOUT,
-        logdir: work.path().to_path_buf(),
-        loadgen_engine: None,
-    };
+    let timing = Timing { warmup: cfg.warmup, duration: cfg.duration, request_timeout: REQUEST_TIMEOUT };
+    let cores = (&cfg.server_cores, &cfg.loader_cores);
+    let bench = Bench::new(cfg.paths.loadgen(), cores, timing, work.path().to_path_buf());
     let mut results = Vec::new();
     for &rt in &cfg.servers {
         let started = Instant::now();

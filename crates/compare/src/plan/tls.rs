@@ -25,6 +25,16 @@ const GROUP_SEEN: &str = "X25519";
 /// ALPN: servers that choose none speak HTTP/1.1 all the same (Bun.serve selects no protocol).
 const ALPN_SEEN: [&str; 2] = ["http/1.1", "none"];
 
+/// The run's certificate (a CA and a leaf for the loopback names), written under `work/tls`: its private key
+/// lives only in the run's work dir.
+pub fn run_certificate(work: &Path) -> anyhow::Result<certs::Files> {
+    use anyhow::Context;
+    let dir = work.join("tls");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let bundle = certs::Bundle::generate(certs::LOOPBACK_NAMES).context("generating the run's certificate")?;
+    bundle.write(&dir).context("writing the run's certificate")
+}
+
 /// How a TLS workload's client connects: the run's CA, and whether sessions are resumed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientTls {

@@ -34,13 +34,14 @@ use crate::plan::paths::Paths;
 use crate::plan::prerequisites;
 use crate::plan::runtimes::Runtime;
 use crate::plan::server_spec;
+use crate::plan::tls;
 use crate::plan::versions;
 use crate::plan::workload_plan::{Plan, PlanInputs};
 use crate::plan::workloads::{Service, Workload};
 use crate::provenance::{self, Provenance};
 use crate::records::{self, Record, RunMeta, Sink};
 use crate::report;
-use crate::run::bench::Bench;
+use crate::run::bench::{Bench, Timing};
 use crate::run::checks::checked;
 use crate::run::db_proxy::DbProxies;
 use crate::run::deps::{Deps, DepsOptions};
@@ -56,9 +57,6 @@ use crate::system::process::{self, check_interrupted};
 /// (a Node or Bun process opens some dozens at start).
 const OPEN_FILES_HEADROOM: u64 = 512;
 
-/// How long a server may take to its first 200 (Node with a cold disk cache and a Postgres pool).
-const READY_TIMEOUT_S: u64 = 30;
-
 /// What a finished comparison produced.
 #[derive(Debug)]
 pub struct Finished {
@@ -70,9 +68,32 @@ pub struct Finished {
     pub problems: Vec<String>,
 }
 
-/// The comparison, start to finish: prerequisites, the record file, dependencies and data, every workload,
-/// then the report.
+/// The comparison, start to finish: [`prepare`] (prerequisites, the record file, dependencies and data), then
+/// [`measure`] (every workload, then the report).
 pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
+    let prepared = prepare(cfg)?;
+    measure(cfg, prepared)
+}
+
+/// Everything a comparison has before its first measurement.
+struct Prepared {
+    report_options: report::Options,
+    meta: RunMeta,
+    md: PathBuf,
+    sink: Sink,
+    work: localdeps::OwnedDir,
+    bench: Bench,
+    deps: Option<Deps>,
+    proxies: Option<DbProxies>,
+    metadata: Option<MetadataData>,
+    site: Option<crate::plan::site::Site>,
+    certs: Option<certs::Files>,
+}
+
+/// Checks and makes everything the measurements need, refusing early: prerequisites, the claims ledger,
+/// provenance, the compiled Bun peers, the open-file limit, the record file, the databases (and their
+/// delay proxies), the metadata dataset, the static site and the run's certificate.
+fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     let own_pg = cfg.database_url.is_none();
     let own_redis = cfg.redis_url.is_none();
     let mut missing =
@@ -110,18 +131,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     let work = process::work_dir("compare-").context("temp dir")?;
     let logdir = work.path().join("logs");
     std::fs::create_dir_all(&logdir)?;
-    let bench = Bench {
-        loadgen: cfg.paths.loadgen(),
-        server_cores: cfg.server_cores.clone(),
-        loader_cores: cfg.loader_cores.clone(),
-        warmup: cfg.warmup,
-        duration: cfg.duration,
-        request_timeout: cfg.request_timeout,
-        ready_timeout: std::time::Duration::from_secs(READY_TIMEOUT_S),
-        logdir,
-        loadgen_engine: None,
-    };
-    // Stopped when this function returns, however it returns (Deps' drop, and the proxies' before it).
+    let timing = Timing { warmup: cfg.warmup, duration: cfg.duration, request_timeout: cfg.request_timeout };
+    let bench = Bench::new(cfg.paths.loadgen(), (&cfg.server_cores, &cfg.loader_cores), timing, logdir);
     let deps = start_deps(cfg)?;
     let proxies = DbProxies::start(cfg, deps.as_ref())?;
     let metadata = if cfg.workloads.iter().any(|w| w.needs_metadata_dataset()) {
@@ -137,16 +148,17 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
         None
     };
     // One certificate for every TLS server of the run, its private key only in the work dir.
-    let certs = if cfg.workloads.iter().any(|w| w.tls()) {
-        let dir = work.path().join("tls");
-        std::fs::create_dir_all(&dir)?;
-        let bundle = certs::Bundle::generate(certs::LOOPBACK_NAMES).context("generating the run's certificate")?;
-        Some(bundle.write(&dir).context("writing the run's certificate")?)
-    } else {
-        None
-    };
+    let certs = if cfg.workloads.iter().any(|w| w.tls()) { Some(tls::run_certificate(work.path())?) } else { None };
     check_interrupted()?;
+    Ok(Prepared { report_options, meta, md, sink, work, bench, deps, proxies, metadata, site, certs })
+}
 
+/// Every workload (or, with `--soak`, every workload checked and then all soaked at once), each record
+/// appended as measured, then the report.
+fn measure(cfg: &Config, prepared: Prepared) -> anyhow::Result<Finished> {
+    // Bound in this order, so dropped in the reverse however this returns: the delay proxies stop before the
+    // databases they front, and the work dir goes last.
+    let Prepared { report_options, meta, md, sink, work, bench, deps, proxies, metadata, site, certs } = prepared;
     let (steps, seconds) = estimate::total(cfg);
     let mut recorder = Recorder::new(sink, Progress::new(steps, seconds));
     // `--soak`: every workload checked in turn, then all of them soaked at once.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use compare::run::bench::Bench;
+use compare::run::bench::{Bench, Timing};
 use compare::system::cores::Cores;
 use serde_json::Value;
 
@@ -48,17 +48,9 @@ pub fn cores() -> (String, String) {
 
 pub fn bench(logdir: &Path, duration: Duration) -> Bench {
     let (server, loader) = cores();
-    Bench {
-        loadgen: loadgen(),
-        server_cores: Cores::parse(&server).expect("cores"),
-        loader_cores: Cores::parse(&loader).expect("cores"),
-        warmup: Duration::ZERO,
-        duration,
-        request_timeout: Duration::from_secs(5),
-        ready_timeout: Duration::from_secs(30),
-        logdir: logdir.to_path_buf(),
-        loadgen_engine: None,
-    }
+    let cores = (Cores::parse(&server).expect("cores"), Cores::parse(&loader).expect("cores"));
+    let timing = Timing { warmup: Duration::ZERO, duration, request_timeout: Duration::from_secs(5) };
+    Bench::new(loadgen(), (&cores.0, &cores.1), timing, logdir.to_path_buf())
 }
 
 pub fn validator() -> jsonschema::Validator {
