@@ -16,7 +16,7 @@ const COMPARE: &[&[&str]] = &[
     &["ledger"],
     &["verdict"],
     &["reference"],
-    &["format", "measure", "settings"],
+    &["format", "measure_flags", "settings"],
     &["plan", "stats"],
     &["records"],
     &["provenance", "system", "table", "floor"],

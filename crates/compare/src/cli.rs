@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
-use crate::measure::{Defaults, MeasureArgs};
+use crate::measure_flags::{Defaults, MeasureArgs};
 use crate::plan::runtimes::{self, Runtime};
 use crate::plan::workloads;
 use crate::settings::{CapacitySearch, Config, Soak};

@@ -20,13 +20,13 @@
 //!   ledger                    bench/claims.toml: the published claims and the pair, metric and workload of each
 //!   report/                   Markdown tables, SVG charts, the HTML page (also `compare report`); the
 //!                             verdicts and published claims on top of the rule (`compare verdict`, `claims`)
-//!   calibrate/                loadgen against wrk on the same servers (`compare calibrate`)
+//!   calibrate/                loadgen against wrk and h2load on the same servers (`compare calibrate`)
 //!   images, floor             `compare images`; the floor server (`compare floor`)
 //!   system/                   processes and their groups, /proc, core lists, a raw HTTP client
 //! ```
 //!
 //! Imports point one way, down this order, with no cycle (modules on one line import neither other):
-//! `cli`; `calibrate`, `images`; `run`; `report`; `ledger`; `verdict`; `reference`; `format`, `measure`,
+//! `cli`; `calibrate`, `images`; `run`; `report`; `ledger`; `verdict`; `reference`; `format`, `measure_flags`,
 //! `settings`; `plan`, `stats`; `records`; `provenance`, `system`, `table`, `floor`. So nothing imports cli,
 //! run renders the report when it ends, report reads records (and asks plan's workload type) but never run,
 //! and plan knows nothing of run or report. tests/tests/imports.rs checks the order against the source.
@@ -44,7 +44,7 @@ pub mod floor;
 pub mod format;
 pub mod images;
 pub mod ledger;
-pub mod measure;
+pub mod measure_flags;
 pub mod plan;
 pub mod provenance;
 pub mod records;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use compare::cli::{Cli, Cmd};
-use compare::{calibrate, floor, images, measure, report, run};
+use compare::{calibrate, floor, images, measure_flags, report, run};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -26,7 +26,7 @@ fn main() -> ExitCode {
         Some(Cmd::Calibrate(args)) => calibrate::command(&args),
         Some(Cmd::Images(args)) => images::command(&args),
         Some(Cmd::Reap) => compare::system::process::reap(),
-        None => match measure::resolve_or_exit(|argv, exe| cli.run.resolve(argv, exe)) {
+        None => match measure_flags::resolve_or_exit(|argv, exe| cli.run.resolve(argv, exe)) {
             Ok(cfg) => run::command(&cfg),
             Err(code) => code,
         },

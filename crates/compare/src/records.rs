@@ -175,7 +175,7 @@ pub struct Http2Seen {
     pub capped_at: Option<u32>,
 }
 
-/// What a write run left in its database, read back after the load (stored.rs).
+/// What a write run left in its database, read back after the load (run/acknowledged.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stored {
     /// Rows in the notes table (warmup and measured run together).

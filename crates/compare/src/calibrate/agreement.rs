@@ -163,7 +163,7 @@ impl ServerResult {
             .into_iter()
             .filter(|&l| {
                 median(self.values(l, |x| Some(x.server_busy_pct)))
-                    .is_some_and(|b| b < crate::run::bench::LOADER_BOUND_PCT)
+                    .is_some_and(|b| b < crate::run::setup::LOADER_BOUND_PCT)
             })
             .collect()
     }

@@ -125,7 +125,7 @@ pub fn render(c: &Calibration) -> String {
          Latencies are printed, not judged: both loaders run closed loop here, so both leave out the time a request \
          would have waited behind a slow one (coordinated omission), and each times requests its own way ({}; \
          loadgen from HDR histograms from its own write).\n",
-        crate::run::bench::LOADER_BOUND_PCT,
+        crate::run::setup::LOADER_BOUND_PCT,
         match c.reference {
             Loader::H2load => "h2load prints a mean, no percentiles: its p50 and p99 cells are empty",
             _ => "wrk from its per-thread histogram",
@@ -253,7 +253,7 @@ fn verdict_lines(r: &ServerResult, word: &str) -> Vec<String> {
                     "  - the server cores were under {:.0}% busy with {}: the loader, not the server, set the pace \
                      there, so the req/s compare the loaders' own speed (loadgen ÷ {reference} = {:.3}) rather than their \
                      measurement of the server; not judged",
-                    crate::run::bench::LOADER_BOUND_PCT,
+                    crate::run::setup::LOADER_BOUND_PCT,
                     idle.join(" and "),
                     v.ratio
                 ));

@@ -33,7 +33,7 @@ use clap::Args;
 
 use crate::calibrate::agreement::{Loader, LoaderRun, ServerResult, exit_code, order};
 use crate::calibrate::calibration::Calibration;
-use crate::measure::{self, Defaults, MeasureArgs};
+use crate::measure_flags::{self, Defaults, MeasureArgs};
 use crate::plan::paths::Paths;
 use crate::plan::prerequisites;
 use crate::plan::probe;
@@ -45,9 +45,9 @@ use crate::plan::workload_plan::{self, Plan};
 use crate::plan::workloads::Workload;
 use crate::records;
 use crate::report;
-use crate::run::bench::{Bench, Timing};
 use crate::run::loader;
 use crate::run::server::{self, Server};
+use crate::run::setup::{Bench, Timing};
 use crate::system::cores::Cores;
 use crate::system::process;
 use crate::system::procfs;
@@ -606,7 +606,7 @@ fn reference_version(reference: Loader, bin: &Path) -> String {
 
 /// `compare calibrate`, start to exit code.
 pub fn command(args: &CalibrateArgs) -> ExitCode {
-    let cfg = match measure::resolve_or_exit(|argv, exe| args.resolve(argv, exe)) {
+    let cfg = match measure_flags::resolve_or_exit(|argv, exe| args.resolve(argv, exe)) {
         Ok(cfg) => cfg,
         Err(code) => return code,
     };

@@ -11,10 +11,10 @@ use crate::plan::load_spec::LoadSpec;
 use crate::plan::probe::{self, Outcome, Probe};
 use crate::plan::server_spec::ServerSpec;
 use crate::records::{CacheSeen, CapacityFound, Http2Seen, Kind, LatencyUs, Record, TlsSeen};
-use crate::run::bench::{Bench, LOADER_BOUND_PCT};
 use crate::run::deps::{Database, Dependency};
 use crate::run::loader;
 use crate::run::server::{SETTLE, Server, millis, start_ready};
+use crate::run::setup::{Bench, LOADER_BOUND_PCT};
 use crate::settings::CapacitySearch;
 use crate::system::procfs;
 

@@ -14,7 +14,7 @@ use loadgen::report::Report;
 use serde::de::DeserializeOwned;
 
 use crate::plan::load_spec::LoadSpec;
-use crate::run::bench::Bench;
+use crate::run::setup::Bench;
 use crate::settings::CapacitySearch;
 use crate::system::process::Spawned;
 

@@ -21,8 +21,8 @@ use crate::plan::paths::Paths;
 use crate::plan::runtimes::Runtime;
 use crate::plan::workloads::Service;
 use crate::records::{InsertRun, LookupRun, Record};
-use crate::run::bench::Bench;
 use crate::run::recorder::Recorder;
+use crate::run::setup::Bench;
 use crate::settings::Config;
 use crate::system::process::{Spawned, check_interrupted};
 

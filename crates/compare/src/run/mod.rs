@@ -3,7 +3,7 @@
 //! every runtime interleaved in a rotating order, each record appended as soon as it is measured; then the
 //! Markdown and SVGs.
 
-pub mod bench;
+pub mod acknowledged;
 pub mod bun_build;
 pub mod capacity;
 pub mod cells;
@@ -15,12 +15,12 @@ pub mod loader;
 pub mod lookups;
 pub mod progress;
 pub mod recorder;
-pub mod rounds;
 pub mod seeds;
 pub mod server;
+pub mod setup;
 pub mod soak;
-pub mod stored;
 pub mod upstream;
+pub mod workload;
 pub mod workload_run;
 
 use std::path::PathBuf;
@@ -41,14 +41,14 @@ use crate::plan::workloads::{Service, Workload};
 use crate::provenance::{self, Provenance};
 use crate::records::{self, Record, RunMeta, Sink};
 use crate::report;
-use crate::run::bench::{Bench, Timing};
 use crate::run::checks::checked;
 use crate::run::db_proxy::DbProxies;
 use crate::run::deps::{Deps, DepsOptions};
 use crate::run::progress::Progress;
 use crate::run::recorder::Recorder;
-use crate::run::rounds::run_workload;
+use crate::run::setup::{Bench, Timing};
 use crate::run::soak::soak_cells;
+use crate::run::workload::run_workload;
 use crate::run::workload_run::{LADDER_DB, WorkloadRun};
 use crate::settings::Config;
 use crate::system::process::{self, check_interrupted};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use crate::plan::server_spec::ServerSpec;
-use crate::run::bench::Bench;
+use crate::run::setup::Bench;
 use crate::system::http::Endpoint;
 use crate::system::process::Spawned;
 use crate::system::procfs;

@@ -7,8 +7,8 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::plan::server_spec::ServerSpec;
-use crate::run::bench::Bench;
 use crate::run::server::Server;
+use crate::run::setup::Bench;
 use crate::settings::Config;
 
 /// The path the handlers GET.

@@ -16,11 +16,11 @@ use crate::plan::site::Site;
 use crate::plan::workload_plan::Plan;
 use crate::plan::workloads::{Service, Workload};
 use crate::records::{Kind, Record, RunMeta};
-use crate::run::bench::Bench;
 use crate::run::cells::RunInput;
 use crate::run::db_proxy::DbProxies;
 use crate::run::deps::{Database, Dependency, Deps};
 use crate::run::server::Server;
+use crate::run::setup::Bench;
 use crate::settings::Config;
 
 /// The database ladder-postgres reads, seeded by `ladder-rs seed`.
@@ -215,7 +215,7 @@ pub fn write_db(rt: Runtime) -> String {
     format!("compare_write_{}", rt.name().replace('-', "_"))
 }
 
-/// notes-write: every acknowledged write must be in the database with its history row (stored.rs).
+/// notes-write: every acknowledged write must be in the database with its history row (acknowledged.rs).
 /// `earlier`: writes acknowledged before `rec`'s window on the same database (a soak's earlier samples).
 pub fn audit_writes(wr: &WorkloadRun<'_>, rt: Runtime, rec: &mut Record, earlier: u64) -> anyhow::Result<()> {
     let (Service::Scribe, None, Some(deps)) = (wr.workload().service(), &wr.shared_db, wr.deps) else { return Ok(()) };
@@ -225,10 +225,10 @@ pub fn audit_writes(wr: &WorkloadRun<'_>, rt: Runtime, rec: &mut Record, earlier
     if rec.requests.is_none() {
         return Ok(()); // the run never got as far as load: nothing to account for
     }
-    let stored = crate::run::stored::read_back(deps, &write_db(rt)).context("reading the rows back")?;
+    let stored = crate::run::acknowledged::read_back(deps, &write_db(rt)).context("reading the rows back")?;
     let acknowledged = earlier + acknowledged_writes(rec);
     rec.stored = Some(stored);
-    for problem in crate::run::stored::problems(stored, acknowledged) {
+    for problem in crate::run::acknowledged::problems(stored, acknowledged) {
         rec.void_because(problem);
     }
     Ok(())

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use compare::run::bench::{Bench, Timing};
+use compare::run::setup::{Bench, Timing};
 use compare::system::cores::Cores;
 use serde_json::Value;
 
