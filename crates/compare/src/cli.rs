@@ -35,7 +35,7 @@ pub enum Cmd {
     /// Serve one pre-serialized JSON response to every request: the floor runtime
     Floor(crate::floor::FloorArgs),
     /// Re-render the Markdown summary (and the SVGs) from recorded JSONL files
-    Report(crate::report::ReportArgs),
+    Report(crate::report::command::ReportArgs),
     /// Judge one or more runs' records by the repeatability rule: a verdict per workload, runtime and metric
     Verdict(crate::report::verdicts::VerdictArgs),
     /// Judge each published claim of the ledger (bench/claims.toml) on runs' records: one verdict per claim
@@ -313,7 +313,7 @@ mod tests {
     use super::*;
     use crate::floor::FloorArgs;
     use crate::plan::runtimes::Runtime;
-    use crate::report::ReportArgs;
+    use crate::report::command::ReportArgs;
 
     fn parse(args: &[&str]) -> anyhow::Result<Config> {
         let cli = Cli::try_parse_from(std::iter::once("compare").chain(args.iter().copied()))?;

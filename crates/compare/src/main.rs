@@ -20,7 +20,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Some(Cmd::Floor(args)) => floor::command(&args),
-        Some(Cmd::Report(args)) => report::command(&args),
+        Some(Cmd::Report(args)) => report::command::command(&args),
         Some(Cmd::Verdict(args)) => report::verdicts::command(&args),
         Some(Cmd::Claims(args)) => report::claims::command(&args),
         Some(Cmd::Calibrate(args)) => calibrate::command(&args),

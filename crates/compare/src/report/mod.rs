@@ -7,16 +7,19 @@ pub mod cache;
 pub mod capacity;
 pub mod charts;
 pub mod claims;
+pub mod command;
 pub mod connections;
 pub mod costs;
 pub mod cross_record;
 pub mod db_rtt;
 pub mod findings;
 pub mod html;
+pub mod ladder;
 pub mod lookups;
 pub mod overview;
 pub mod posts_pair;
 pub mod soak;
+pub mod summary;
 pub mod sweep;
 pub mod verdicts;
 
@@ -24,8 +27,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use clap::Args;
-use std::process::ExitCode;
 
 use crate::format::{fmt_median, fmt_spread, num, shell_join};
 use crate::ledger::Claim;
@@ -35,126 +36,10 @@ use crate::plan::workloads::Workload;
 use crate::records::{Kind, Record, ordered};
 use crate::reference;
 pub use crate::report::cross_record::judged;
+use crate::report::ladder::{ladder_points, ladder_section};
 use crate::report::overview::Scope;
-use crate::stats::{Spread, spread};
+use crate::report::summary::{CellSummary, OpenSummary, bars, cpu, rps, summarize, workloads};
 use crate::table::{Table, cell_text};
-
-/// One runtime in one workload, summarized.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CellSummary {
-    pub runtime: String,
-    pub version: Option<String>,
-    /// The cell's check voided it: nothing else was measured.
-    pub void_cell: Option<String>,
-    pub req_per_s: Option<Spread>,
-    pub cpu_us_per_resp: Option<Spread>,
-    pub p95_us: Option<Spread>,
-    pub p99_us: Option<Spread>,
-    pub rss_idle_kib: Option<Spread>,
-    pub rss_after_kib: Option<Spread>,
-    pub rss_peak_kib: Option<Spread>,
-    pub startup_ms: Option<Spread>,
-    pub loader_bound: bool,
-    pub contended: bool,
-    pub closed_valid: usize,
-    pub closed_total: usize,
-    pub open: Option<OpenSummary>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct OpenSummary {
-    pub rate: Option<f64>,
-    pub achieved: Option<Spread>,
-    pub p50_us: Option<Spread>,
-    pub p95_us: Option<Spread>,
-    pub p99_us: Option<Spread>,
-    pub p999_us: Option<Spread>,
-    pub max_us: Option<Spread>,
-    pub valid: usize,
-    pub total: usize,
-}
-
-/// Workloads in the order first recorded.
-pub fn workloads(records: &[Record]) -> Vec<String> {
-    ordered(records.iter().map(|r| r.workload.as_str()))
-}
-
-pub fn summarize(records: &[Record], workload: &str) -> Vec<CellSummary> {
-    let mine: Vec<&Record> = records.iter().filter(|r| r.workload == workload).collect();
-    let runtimes = ordered(mine.iter().map(|r| r.runtime.as_str()));
-    runtimes
-        .into_iter()
-        .map(|rt| {
-            let of = |k: Kind| mine.iter().filter(|r| r.runtime == rt && r.kind == k).copied().collect::<Vec<_>>();
-            let checks = of(Kind::Check);
-            let void_cell = checks.iter().rev().find(|c| c.void).map(|c| c.void_reason.clone().unwrap_or_default());
-            let closed = of(Kind::Closed);
-            let ok: Vec<&Record> = closed.iter().filter(|r| !r.void).copied().collect();
-            let startups = of(Kind::Startup);
-            let open = of(Kind::Open);
-            let open_ok: Vec<&Record> = open.iter().filter(|r| !r.void).copied().collect();
-            let version = mine.iter().filter(|r| r.runtime == rt).find_map(|r| r.runtime_version.clone());
-            let majority =
-                |f: &dyn Fn(&Record) -> bool| !ok.is_empty() && ok.iter().filter(|r| f(r)).count() * 2 > ok.len();
-            let rss_idle = spread(ok.iter().filter_map(|r| r.rss_idle_kib).map(|v| v as f64))
-                .or_else(|| spread(checks.iter().filter_map(|r| r.rss_idle_kib).map(|v| v as f64)));
-            CellSummary {
-                version,
-                void_cell,
-                req_per_s: spread(ok.iter().filter_map(|r| r.req_per_s)),
-                cpu_us_per_resp: spread(ok.iter().filter_map(|r| r.server_cpu_us_per_resp)),
-                p95_us: spread(ok.iter().filter_map(|r| r.latency_us.and_then(|l| l.p95)).map(|v| v as f64)),
-                p99_us: spread(ok.iter().filter_map(|r| r.latency_us.map(|l| l.p99 as f64))),
-                rss_idle_kib: rss_idle,
-                rss_after_kib: spread(ok.iter().filter_map(|r| r.rss_after_kib).map(|v| v as f64)),
-                rss_peak_kib: spread(ok.iter().filter_map(|r| r.rss_peak_kib).map(|v| v as f64)),
-                startup_ms: spread(startups.iter().filter(|r| !r.void).filter_map(|r| r.startup_ms)),
-                loader_bound: majority(&|r| r.loader_bound == Some(true)),
-                contended: majority(&|r| r.server_other_pct.is_some_and(|o| o >= 10.0)),
-                closed_valid: ok.len(),
-                closed_total: closed.len(),
-                open: (!open.is_empty()).then(|| OpenSummary {
-                    rate: open.iter().find_map(|r| r.rate),
-                    achieved: spread(open_ok.iter().filter_map(|r| r.rate_achieved)),
-                    p50_us: spread(open_ok.iter().filter_map(|r| r.latency_us.map(|l| l.p50 as f64))),
-                    p95_us: spread(open_ok.iter().filter_map(|r| r.latency_us.and_then(|l| l.p95)).map(|v| v as f64)),
-                    p99_us: spread(open_ok.iter().filter_map(|r| r.latency_us.map(|l| l.p99 as f64))),
-                    p999_us: spread(open_ok.iter().filter_map(|r| r.latency_us.map(|l| l.p999 as f64))),
-                    max_us: spread(open_ok.iter().filter_map(|r| r.latency_us.map(|l| l.max as f64))),
-                    valid: open_ok.len(),
-                    total: open.len(),
-                }),
-                runtime: rt,
-            }
-        })
-        .collect()
-}
-
-fn rps(r: &Record) -> Option<f64> {
-    r.req_per_s
-}
-
-fn cpu(r: &Record) -> Option<f64> {
-    r.server_cpu_us_per_resp
-}
-
-/// The charts' bars for one workload: runtimes with valid closed runs.
-pub fn bars(summary: &[CellSummary]) -> Vec<charts::Bar> {
-    summary
-        .iter()
-        .filter_map(|c| {
-            let r = c.req_per_s?;
-            Some(charts::Bar {
-                runtime: c.runtime.clone(),
-                req_per_s: r.median,
-                req_per_s_min: r.min,
-                req_per_s_max: r.max,
-                cpu_us_per_resp: c.cpu_us_per_resp.map(|s| s.median),
-                lower_bound: false,
-            })
-        })
-        .collect()
-}
 
 /// Whether any table said a cell was loader-bound or contended: the notes under the tables explain those.
 #[derive(Debug, Default, Clone, Copy)]
@@ -434,156 +319,6 @@ fn open_table(out: &mut String, summary: &[CellSummary]) {
     out.push_str(&table.finish());
 }
 
-/// The ladder's rungs that have records, in ladder order.
-fn ladder_rungs(records: &[Record]) -> Vec<Workload> {
-    let present = workloads(records);
-    Workload::LADDER.into_iter().filter(|r| present.iter().any(|p| p == r.name())).collect()
-}
-
-/// A rung's short name (`empty`, `validate`, ...), as the ladder's table and chart label it.
-fn step(rung: Workload) -> String {
-    rung.rung().unwrap_or(rung.name()).to_string()
-}
-
-/// Runtimes measured on the ladder, in the order first recorded, the floor left out (it does no work).
-fn ladder_runtimes(records: &[Record], rungs: &[Workload]) -> Vec<String> {
-    let on_ladder = records.iter().filter(|r| rungs.iter().any(|w| w.name() == r.workload) && r.runtime != "floor");
-    ordered(on_ladder.map(|r| r.runtime.as_str()))
-}
-
-/// One table for the whole ladder: each rung adds per-request work, so reading down a column shows how a
-/// runtime's advantage (or loss) against rust changes as the handler does more.
-fn ladder_section(out: &mut String, records: &[Record], md_path: Option<&Path>, reference: &str) {
-    let rungs = ladder_rungs(records);
-    if rungs.len() < 2 {
-        return;
-    }
-    let runtimes = ladder_runtimes(records, &rungs);
-    let others: Vec<&String> = runtimes.iter().filter(|r| *r != reference).collect();
-    let _ = writeln!(
-        out,
-        "\n## ladder\n\nEach rung adds work to the one before: an empty handler, then JSON parsing and schema \
-         validation of the body, then a SQLite read, then the same behind TLS 1.3 (sqlite+tls, the published \
-         ladder's step D); the last rung reads PostgreSQL where the SQLite rung reads SQLite. Medians of closed-loop runs; \
-         {reference} ÷ X is {reference}'s req/s over X's (above 1: {reference} is faster), X ÷ {reference} is X's \
-         CPU-µs per response over {reference}'s (above 1: {reference} is cheaper), both medians of per-round ratios.\n"
-    );
-    if let Some(md) = md_path {
-        let svg = charts::svg_path(md, "ladder");
-        let name = svg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let _ = writeln!(out, "![ladder]({name})\n");
-    }
-    let mut head = vec!["rung".to_string()];
-    for rt in &runtimes {
-        head.extend([format!("{rt} req/s"), format!("{rt} CPU-µs/resp")]);
-    }
-    for rt in &others {
-        head.extend([format!("{reference} ÷ {rt} req/s"), format!("{rt} ÷ {reference} CPU")]);
-    }
-    let mut table = Table::new(&head);
-    for rung in &rungs {
-        let summary = summarize(records, rung.name());
-        let mut row = vec![step(*rung)];
-        for rt in &runtimes {
-            match summary.iter().find(|c| &c.runtime == rt) {
-                Some(c) if c.void_cell.is_some() => row.extend(["VOID".to_string(), String::new()]),
-                Some(c) => {
-                    let bound = if c.loader_bound { " loader-bound" } else { "" };
-                    row.push(format!("{}{bound}", fmt_median(c.req_per_s, 0, 1.0)));
-                    row.push(fmt_median(c.cpu_us_per_resp, 2, 1.0));
-                }
-                None => row.extend(["—".to_string(), "—".to_string()]),
-            }
-        }
-        for rt in &others {
-            row.push(reference::ratio_cell(records, rung.name(), Kind::Closed, reference, rt, rps));
-            row.push(reference::ratio_cell(records, rung.name(), Kind::Closed, rt, reference, cpu));
-        }
-        table.row(&row);
-    }
-    out.push_str(&table.finish());
-}
-
-/// Throughput per runtime across the ladder's rungs, for its line chart.
-pub fn ladder_points(records: &[Record]) -> (Vec<String>, Vec<charts::LadderPoint>) {
-    let rungs = ladder_rungs(records);
-    let runtimes = ladder_runtimes(records, &rungs);
-    let mut points = Vec::new();
-    for rung in &rungs {
-        for c in summarize(records, rung.name()).iter().filter(|c| runtimes.contains(&c.runtime)) {
-            if let Some(s) = c.req_per_s {
-                points.push(charts::LadderPoint { runtime: c.runtime.clone(), step: step(*rung), value: s.median });
-            }
-        }
-    }
-    let steps = rungs.iter().map(|r| step(*r)).collect();
-    (steps, points)
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct ReportArgs {
-    /// Record files written by compare (one JSON record per line).
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
-    /// Where to write the Markdown, ending in `.md` (the SVGs and the HTML page go next to it); default: the
-    /// first file with `.md`. Never one of the record files.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// The runtime every ratio, overview, chart and verdict is taken against (`node`: every runtime against
-    /// Node).
-    #[arg(long, default_value = reference::DEFAULT)]
-    pub reference: String,
-    /// The ledger of published claims judged in the "Published claims" section [default: bench/claims.toml
-    /// when it exists].
-    #[arg(long)]
-    pub claims: Option<PathBuf>,
-}
-
-/// `compare report`: the records re-rendered, the summary on stdout; 1 when a file cannot be read or written.
-pub fn command(args: &ReportArgs) -> ExitCode {
-    let rerender = || -> anyhow::Result<PathBuf> {
-        let md = markdown_path(args)?;
-        let records = crate::records::read_jsonl(&args.files)?;
-        let claims = match &args.claims {
-            Some(path) => crate::ledger::read(path)?,
-            None => Options::with_ledger_at(Path::new(crate::ledger::DEFAULT_PATH))?.claims,
-        };
-        let opts = Options { reference: args.reference.clone(), claims };
-        print(&write_outputs(&records, &md, &opts)?);
-        Ok(md)
-    };
-    match rerender() {
-        Ok(md) => {
-            eprintln!("compare: wrote {} and {}", md.display(), html_path(&md).display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("compare: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// Where `compare report` writes its Markdown: `--out`, or the first record file with `.md`. It must end in
-/// `.md`, since the HTML page goes beside it with `.html` (an `--out X.html` would be overwritten by its own
-/// page), and neither may be one of the record files being read.
-fn markdown_path(args: &ReportArgs) -> anyhow::Result<PathBuf> {
-    let md = args.out.clone().unwrap_or_else(|| args.files[0].with_extension("md"));
-    if md.extension().is_none_or(|e| e != "md") {
-        anyhow::bail!(
-            "--out {}: name the Markdown file, ending in .md (the HTML page is written beside it as .html)",
-            md.display()
-        );
-    }
-    let same = |a: &Path, b: &Path| a == b || a.canonicalize().ok().is_some_and(|a| b.canonicalize().ok() == Some(a));
-    for outputs in [md.clone(), html_path(&md)] {
-        if let Some(input) = args.files.iter().find(|f| same(f, &outputs)) {
-            anyhow::bail!("{} is a record file being read: give --out a different name", input.display());
-        }
-    }
-    Ok(md)
-}
-
 /// A summary on stdout; a closed pipe (`compare | head`) is not an error, the files are written anyway.
 pub fn print(text: &str) {
     use std::io::Write;
@@ -646,45 +381,4 @@ pub fn write_outputs(records: &[Record], md: &Path, opts: &Options) -> anyhow::R
 /// The HTML page beside the Markdown `md`: the same stem, `.html`.
 pub fn html_path(md: &Path) -> PathBuf {
     md.with_extension("html")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::records::RunMeta;
-
-    #[test]
-    fn ladder_table_and_points() {
-        let meta = RunMeta {
-            run_id: "r".into(),
-            command: vec!["compare".into()],
-            machine: crate::records::machine_info(),
-            layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
-            provenance: None,
-        };
-        let closed = |w: &str, rt: &str, rps: f64, cpu: f64| {
-            let mut r = Record::new(&meta, w, rt, None, Kind::Closed, 1);
-            (r.req_per_s, r.server_cpu_us_per_resp) = (Some(rps), Some(cpu));
-            r
-        };
-        let records = vec![
-            closed("ladder-empty", "rust", 100.0, 10.0),
-            closed("ladder-empty", "bun", 80.0, 12.5),
-            closed("ladder-postgres", "rust", 40.0, 25.0),
-            closed("ladder-postgres", "bun", 10.0, 100.0),
-            closed("hello-bare", "floor", 500.0, 2.0),
-        ];
-        let md = render(&records, None, &Options::default());
-        let table = &md[md.find("## ladder\n").expect("ladder section")..];
-        assert!(
-            table.contains("| rung | rust req/s | rust CPU-µs/resp | bun req/s | bun CPU-µs/resp | rust ÷ bun req/s |")
-        );
-        assert!(table.contains("| empty | 100 | 10.00 | 80 | 12.50 | 1.25 | 1.25 |"), "{table}");
-        assert!(table.contains("| postgres | 40 | 25.00 | 10 | 100.00 | 4.00 | 4.00 |"), "{table}");
-        let (steps, points) = ladder_points(&records);
-        assert_eq!(steps, ["empty", "postgres"]);
-        assert_eq!(points.len(), 4);
-        // One rung is no ladder.
-        assert!(!render(&records[..2], None, &Options::default()).contains("## ladder\n"));
-    }
 }

@@ -311,8 +311,8 @@ fn seed_ladder(paths: &Paths, url: &str) -> anyhow::Result<()> {
 pub fn problems(records: &[Record]) -> Vec<String> {
     let records = &report::judged(records);
     let mut out = Vec::new();
-    for w in report::workloads(records) {
-        for cell in report::summarize(records, &w) {
+    for w in report::summary::workloads(records) {
+        for cell in report::summary::summarize(records, &w) {
             if let Some(reason) = &cell.void_cell {
                 out.push(format!("{w} {}: VOID: {reason}", cell.runtime));
             } else if cell.closed_total > 0 && cell.closed_valid == 0 {
