@@ -383,7 +383,7 @@ mod tests {
     }
 
     #[test]
-    fn bad_values() {
+    fn bad_values_are_refused() {
         assert!(parse(&["--runs", "0"]).is_err());
         assert!(parse(&["--duration", "soon"]).is_err());
         assert!(parse(&["--server-cores", "x"]).is_err());
@@ -405,7 +405,7 @@ mod tests {
     }
 
     #[test]
-    fn connection_sweep() {
+    fn connections_take_one_count_or_a_sweep() {
         assert!(parse(&[]).expect("defaults").connections.is_empty());
         assert_eq!(parse(&["--connections", "32"]).expect("one").connections, [32]);
         let c = parse(&["--connections", "16,64,256,512,1024"]).expect("sweep");
@@ -416,7 +416,7 @@ mod tests {
     }
 
     #[test]
-    fn soak() {
+    fn soak_takes_a_duration_and_an_interval() {
         assert_eq!(parse(&[]).expect("defaults").soak, None);
         let c = parse(&["--soak", "1h"]).expect("soak");
         assert_eq!(
@@ -426,7 +426,7 @@ mod tests {
     }
 
     #[test]
-    fn capacity() {
+    fn capacity_takes_a_p99_objective_and_its_search_settings() {
         assert_eq!(parse(&[]).expect("defaults").capacity, None);
         let c = parse(&["--capacity", "10ms"]).expect("capacity");
         let five = Duration::from_secs(5);
@@ -454,7 +454,7 @@ mod tests {
     }
 
     #[test]
-    fn subcommands() {
+    fn floor_and_report_subcommands_parse_their_arguments() {
         let cli = Cli::try_parse_from(["compare", "floor", "--port", "0", "--body", "{\"a\":1}"]).expect("floor");
         assert!(matches!(cli.command, Some(Cmd::Floor(FloorArgs { port: 0, .. }))));
         let cli = Cli::try_parse_from(["compare", "report", "a.jsonl", "b.jsonl"]).expect("report");

@@ -49,7 +49,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn numbers() {
+    fn numbers_get_thousands_separators_and_fixed_decimals() {
         assert_eq!(num(1234567.8, 0), "1,234,568");
         assert_eq!(num(999.0, 1), "999.0");
         assert_eq!(num(1000.0, 2), "1,000.00");
@@ -58,13 +58,13 @@ mod tests {
     }
 
     #[test]
-    fn quoting() {
+    fn argv_is_joined_into_a_shell_line_that_reads_back_the_same() {
         let argv = ["compare", "--runtimes", "rust,bun", "--body", r#"{"a":"b c"}"#, "it's"].map(String::from);
         assert_eq!(shell_join(&argv), r#"compare --runtimes rust,bun --body '{"a":"b c"}' 'it'\''s'"#);
     }
 
     #[test]
-    fn single_words() {
+    fn a_word_is_quoted_only_when_the_shell_would_split_or_expand_it() {
         let one = |w: &str| shell_join(&[w.to_string()]);
         assert_eq!(one("--body"), "--body");
         assert_eq!(one(r#"{"a":1}"#), r#"'{"a":1}'"#);

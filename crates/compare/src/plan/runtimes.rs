@@ -282,7 +282,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lists() {
+    fn runtime_lists_take_names_and_all_each_once_in_order() {
         assert_eq!(parse_list("all").expect("all"), ALL.to_vec());
         assert_eq!(parse_list("node,rust").expect("two"), vec![Runtime::Node, Runtime::Rust]);
         assert_eq!(parse_list("koa").expect("koa"), vec![Runtime::Koa]);

@@ -509,7 +509,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lists() {
+    fn workload_lists_take_names_and_the_default_all_and_h2_groups() {
         let all = parse_list("all").expect("all");
         assert_eq!(all, Workload::ALL);
         let default = parse_list("default").expect("default");
@@ -523,7 +523,7 @@ mod tests {
     }
 
     #[test]
-    fn headline_connections() {
+    fn the_headline_count_is_the_workloads_own_or_the_sweeps_nearest() {
         assert_eq!(Workload::HelloBare.headline_connections(&[]), 100);
         assert_eq!(Workload::HelloBare.headline_connections(&[32]), 32);
         assert_eq!(Workload::HelloBare.headline_connections(&[16, 64, 256, 512, 1024]), 64);

@@ -256,7 +256,7 @@ mod tests {
     }
 
     #[test]
-    fn progress_lines() {
+    fn a_search_summarizes_as_its_rate_steps_and_p99_in_one_line() {
         assert_eq!(
             summary_line(&search("rust", 1, Some(40_000.0), false)),
             "40,000 req/s in 9 steps, p99 4.000 ms there"

@@ -335,7 +335,7 @@ mod tests {
     }
 
     #[test]
-    fn database_urls() {
+    fn a_database_url_gets_the_database_name_in_its_path() {
         assert_eq!(with_database("postgres://u@h:1", "d").expect("url"), "postgres://u@h:1/d");
         assert_eq!(with_database("postgres://u@h:1/x", "d").expect("url"), "postgres://u@h:1/d");
         assert!(with_database("nonsense", "d").is_err());

@@ -59,7 +59,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lists() {
+    fn core_lists_parse_to_a_set_and_keep_their_text() {
         let c = Cores::parse("0,2-3").expect("cores");
         assert_eq!((c.set(), c.as_str(), c.count()), (&BTreeSet::from([0, 2, 3]), "0,2-3", 3));
         assert!(c.is_disjoint(&Cores::parse("1").expect("cores")));
