@@ -1,6 +1,8 @@
 //! Response assertions: status, exact body, substring, SHA-256, length, required headers. Checked on every
 //! response or every Nth; a failure counts as an error.
 
+use std::path::PathBuf;
+
 use sha2::{Digest, Sha256};
 
 use crate::settings::ExpectSettings;
@@ -18,21 +20,36 @@ pub struct Assertions {
     pub every: u64,
 }
 
+/// Why the `--expect-*` flags give no assertions. Each message is one line for the user; a read error is
+/// quoted in it, so it is not also a `source` (a chain printer would say it twice).
+#[derive(Debug, thiserror::Error)]
+pub enum AssertionsError {
+    #[error("give --expect-body or --expect-body-file, not both")]
+    BodyTwice,
+    #[error("cannot read --expect-body-file {}: {error}", path.display())]
+    BodyFileUnreadable { path: PathBuf, error: std::io::Error },
+    #[error("--expect-sha256 {hex:?} is not 64 hex digits")]
+    BadSha256 { hex: String },
+    #[error("--expect-header {raw:?} has no name")]
+    HeaderWithoutName { raw: String },
+    #[error("--expect-status {status} is not an HTTP status")]
+    BadStatus { status: u16 },
+}
+
 impl Assertions {
-    /// Parses what `expect` asks for and reads `--expect-body-file`. Errors are one line, for the user.
-    pub fn from_settings(expect: &ExpectSettings) -> Result<Assertions, String> {
+    /// Parses what `expect` asks for and reads `--expect-body-file`.
+    pub fn from_settings(expect: &ExpectSettings) -> Result<Assertions, AssertionsError> {
         let body = match (&expect.body, &expect.body_file) {
-            (Some(_), Some(_)) => return Err("give --expect-body or --expect-body-file, not both".to_string()),
+            (Some(_), Some(_)) => return Err(AssertionsError::BodyTwice),
             (Some(b), None) => Some(b.clone().into_bytes()),
             (None, Some(path)) => Some(
-                std::fs::read(path).map_err(|e| format!("cannot read --expect-body-file {}: {e}", path.display()))?,
+                std::fs::read(path)
+                    .map_err(|error| AssertionsError::BodyFileUnreadable { path: path.clone(), error })?,
             ),
             (None, None) => None,
         };
         let sha256 = match &expect.sha256 {
-            Some(hex) => {
-                Some(parse_sha256(hex).ok_or_else(|| format!("--expect-sha256 {hex:?} is not 64 hex digits"))?)
-            }
+            Some(hex) => Some(parse_sha256(hex).ok_or_else(|| AssertionsError::BadSha256 { hex: hex.clone() })?),
             None => None,
         };
         let mut headers = Vec::new();
@@ -42,12 +59,12 @@ impl Assertions {
                 None => (raw.trim(), None),
             };
             if name.is_empty() {
-                return Err(format!("--expect-header {raw:?} has no name"));
+                return Err(AssertionsError::HeaderWithoutName { raw: raw.clone() });
             }
             headers.push((name.to_ascii_lowercase(), value));
         }
-        if let Some(status) = expect.status.iter().find(|s| !(100..=999).contains(*s)) {
-            return Err(format!("--expect-status {status} is not an HTTP status"));
+        if let Some(&status) = expect.status.iter().find(|s| !(100..=999).contains(*s)) {
+            return Err(AssertionsError::BadStatus { status });
         }
         Ok(Assertions {
             statuses: expect.status.clone(),
@@ -132,5 +149,34 @@ mod tests {
         let a = Assertions { sha256: parse_sha256(hex), ..Default::default() };
         assert!(a.response_ok(200, 0, b""));
         assert!(!a.response_ok(200, 1, b"x"));
+    }
+
+    #[test]
+    fn flags_that_make_no_assertion_are_refused_by_name() {
+        let expect = |edit: fn(&mut ExpectSettings)| {
+            let mut expect = ExpectSettings {
+                status: Vec::new(),
+                body: None,
+                body_file: None,
+                contains: None,
+                sha256: None,
+                length: None,
+                headers: Vec::new(),
+                every: 1,
+            };
+            edit(&mut expect);
+            Assertions::from_settings(&expect).err()
+        };
+        let both = expect(|e| (e.body, e.body_file) = (Some("a".into()), Some("b".into())));
+        assert!(matches!(both, Some(AssertionsError::BodyTwice)), "{both:?}");
+        let missing = expect(|e| e.body_file = Some("/nonexistent/body".into()));
+        assert!(matches!(missing, Some(AssertionsError::BodyFileUnreadable { .. })), "{missing:?}");
+        let short = expect(|e| e.sha256 = Some("abc".into()));
+        assert_eq!(short.map(|e| e.to_string()).as_deref(), Some("--expect-sha256 \"abc\" is not 64 hex digits"));
+        let nameless = expect(|e| e.headers = vec![": x".into()]);
+        assert_eq!(nameless.map(|e| e.to_string()).as_deref(), Some("--expect-header \": x\" has no name"));
+        let status = expect(|e| e.status = vec![200, 99]);
+        assert!(matches!(status, Some(AssertionsError::BadStatus { status: 99 })), "{status:?}");
+        assert_eq!(status.map(|e| e.to_string()).as_deref(), Some("--expect-status 99 is not an HTTP status"));
     }
 }

@@ -19,6 +19,7 @@ use crate::settings::{
     TlsVersion, Trust,
 };
 pub use crate::settings::{EngineChoice, Pick};
+use crate::target::TargetError;
 // The flags' duration syntax lives in textfmt, shared with every binary.
 use textfmt::parse_duration;
 
@@ -146,7 +147,7 @@ pub struct RunArgs {
     /// Open loop: total requests per second over all threads. Latency is then measured from each request's
     /// intended send time (corrected for coordinated omission). Without it: closed loop, like wrk.
     /// `START:END` with --ramp: the rate climbs (or falls) linearly from START to END.
-    #[arg(short = 'R', long, value_parser = parse_rate)]
+    #[arg(short = 'R', long, value_parser = Rate::parse)]
     pub rate: Option<Rate>,
     /// With `-R START:END`: how long the linear ramp takes, from the start of the measured window (the warmup
     /// runs at START; after the ramp the rate stays at END). Must fit in -d.
@@ -293,11 +294,58 @@ pub fn error_line(e: &clap::Error) -> String {
     line
 }
 
+/// Why a run's flags give no settings: the ones clap cannot check alone (they need the URL resolved, or
+/// two flags read together). Each message is one line for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("a URL is required")]
+    NoUrl,
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error("empty CPU list {raw:?}")]
+    EmptyCpuList { raw: String },
+    #[error("invalid CPU list {raw:?} (e.g. 1, 2-3, 0,2)")]
+    BadCpuList { raw: String },
+    #[error("--rate must be a positive number of requests per second")]
+    RateNotPositive,
+    #[error("-R {}:{} is a ramp: say how long it takes with --ramp DURATION", rate.start, rate.end)]
+    RampWithoutDuration { rate: Rate },
+    #[error("--ramp needs a ramp: -R START:END")]
+    DurationWithoutRamp,
+    #[error("--ramp {ramp:?} is longer than the measured window (-d {window:?})")]
+    RampLongerThanWindow { ramp: Duration, window: Duration },
+    #[error("--cacert, --insecure and --tls-* apply to https:// URLs only")]
+    TlsFlagsWithoutHttps,
+    #[error("an https:// URL needs --cacert PATH (the CA to trust) or --insecure")]
+    HttpsWithoutTrust,
+}
+
+/// Why a capacity search's flags give no settings: the search's own flags (checked first), or the run's.
+#[derive(Debug, thiserror::Error)]
+pub enum CapacitySettingsError {
+    #[error("capacity needs an objective: --p99 DURATION and/or --p999 DURATION")]
+    NoObjective,
+    #[error("capacity chooses the rates itself: leave out -R and --ramp")]
+    RateGiven,
+    #[error("capacity writes no per-second lines: leave out --jsonl (--json carries every step)")]
+    JsonlGiven,
+    #[error("--start must be at least 1 request per second")]
+    StartBelowOne,
+    #[error("--max must be at least --start")]
+    MaxBelowStart,
+    #[error("--precision is a percentage between 0 and 100")]
+    PrecisionOutOfRange,
+    #[error("-d (each step's length) must be more than zero")]
+    ZeroStep,
+    #[error(transparent)]
+    Run(#[from] SettingsError),
+}
+
 impl RunArgs {
     /// The run these flags ask for: the URL resolved, the CPU list parsed, the rate checked against --ramp
-    /// and -d. Errors are one line, for the user.
-    pub fn settings(&self) -> Result<RunSettings, String> {
-        let url = self.url.as_deref().ok_or("a URL is required")?;
+    /// and -d.
+    pub fn settings(&self) -> Result<RunSettings, SettingsError> {
+        let url = self.url.as_deref().ok_or(SettingsError::NoUrl)?;
         let target = crate::target::parse(url)?;
         let pins = self.pin.as_deref().map(parse_cpus).transpose()?;
         self.check_rate()?;
@@ -355,19 +403,17 @@ impl RunArgs {
 
     /// The open-loop rate makes sense: positive, and a ramp (`-R START:END`) comes with a `--ramp` that fits
     /// in the measured window, and only then.
-    fn check_rate(&self) -> Result<(), String> {
+    fn check_rate(&self) -> Result<(), SettingsError> {
         let Some(rate) = self.rate else { return Ok(()) };
         let positive = |r: f64| r.is_finite() && r > 0.0;
         if !(positive(rate.start) && positive(rate.end)) {
-            return Err("--rate must be a positive number of requests per second".into());
+            return Err(SettingsError::RateNotPositive);
         }
         match (rate.is_ramp(), self.ramp) {
-            (true, None) => {
-                Err(format!("-R {}:{} is a ramp: say how long it takes with --ramp DURATION", rate.start, rate.end))
-            }
-            (false, Some(_)) => Err("--ramp needs a ramp: -R START:END".into()),
+            (true, None) => Err(SettingsError::RampWithoutDuration { rate }),
+            (false, Some(_)) => Err(SettingsError::DurationWithoutRamp),
             (true, Some(ramp)) if ramp > self.duration => {
-                Err(format!("--ramp {ramp:?} is longer than the measured window (-d {:?})", self.duration))
+                Err(SettingsError::RampLongerThanWindow { ramp, window: self.duration })
             }
             _ => Ok(()),
         }
@@ -375,7 +421,7 @@ impl RunArgs {
 
     /// The TLS flags: for an https URL, whom to trust (one of --cacert and --insecure) and what to offer; for
     /// an http URL, none of them.
-    fn tls_settings(&self, https: bool) -> Result<Option<TlsSettings>, String> {
+    fn tls_settings(&self, https: bool) -> Result<Option<TlsSettings>, SettingsError> {
         if !https {
             let given = self.cacert.is_some()
                 || self.insecure
@@ -383,16 +429,12 @@ impl RunArgs {
                 || self.tls_version.is_some()
                 || !self.tls_cipher.is_empty()
                 || !self.tls_group.is_empty();
-            return if given {
-                Err("--cacert, --insecure and --tls-* apply to https:// URLs only".into())
-            } else {
-                Ok(None)
-            };
+            return if given { Err(SettingsError::TlsFlagsWithoutHttps) } else { Ok(None) };
         }
         let trust = match (&self.cacert, self.insecure) {
             (Some(path), _) => Trust::CaFile(path.clone()),
             (None, true) => Trust::Insecure,
-            (None, false) => return Err("an https:// URL needs --cacert PATH (the CA to trust) or --insecure".into()),
+            (None, false) => return Err(SettingsError::HttpsWithoutTrust),
         };
         Ok(Some(TlsSettings {
             trust,
@@ -413,8 +455,8 @@ pub enum Switch {
 
 impl CapacityArgs {
     /// The search these flags ask for. The search's own flags are checked first, then the run's as for a
-    /// run. Errors are one line, for the user.
-    pub fn settings(&self) -> Result<CapacitySettings, String> {
+    /// run.
+    pub fn settings(&self) -> Result<CapacitySettings, CapacitySettingsError> {
         self.check()?;
         Ok(CapacitySettings {
             p99: self.p99,
@@ -427,28 +469,27 @@ impl CapacityArgs {
         })
     }
 
-    fn check(&self) -> Result<(), String> {
-        let bad = |why: &str| Err(why.to_string());
+    fn check(&self) -> Result<(), CapacitySettingsError> {
         if self.p99.is_none() && self.p999.is_none() {
-            return bad("capacity needs an objective: --p99 DURATION and/or --p999 DURATION");
+            return Err(CapacitySettingsError::NoObjective);
         }
         if self.run.rate.is_some() || self.run.ramp.is_some() {
-            return bad("capacity chooses the rates itself: leave out -R and --ramp");
+            return Err(CapacitySettingsError::RateGiven);
         }
         if self.run.jsonl.is_some() {
-            return bad("capacity writes no per-second lines: leave out --jsonl (--json carries every step)");
+            return Err(CapacitySettingsError::JsonlGiven);
         }
         if !(self.start.is_finite() && self.start >= 1.0) {
-            return bad("--start must be at least 1 request per second");
+            return Err(CapacitySettingsError::StartBelowOne);
         }
         if !(self.max.is_finite() && self.max >= self.start) {
-            return bad("--max must be at least --start");
+            return Err(CapacitySettingsError::MaxBelowStart);
         }
         if !(self.precision.is_finite() && self.precision > 0.0 && self.precision < 100.0) {
-            return bad("--precision is a percentage between 0 and 100");
+            return Err(CapacitySettingsError::PrecisionOutOfRange);
         }
         if self.run.duration.is_zero() {
-            return bad("-d (each step's length) must be more than zero");
+            return Err(CapacitySettingsError::ZeroStep);
         }
         Ok(())
     }
@@ -504,24 +545,12 @@ impl ValueEnum for Pick {
     }
 }
 
-/// `20000` or `1000:20000` (requests per second, positive).
-pub fn parse_rate(raw: &str) -> Result<Rate, String> {
-    let number = |text: &str| -> Result<f64, String> {
-        match text.trim().parse::<f64>() {
-            Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-            _ => Err(format!("invalid rate {raw:?}: a positive number of requests per second, or START:END")),
-        }
-    };
-    match raw.split_once(':') {
-        Some((start, end)) => Ok(Rate { start: number(start)?, end: number(end)? }),
-        None => number(raw).map(Rate::steady),
-    }
-}
 /// `1`, `2-3`, `0,2,4-5` → CPU ids, in oskit's one rule for CPU lists (an empty item such as `1,` is refused).
-fn parse_cpus(raw: &str) -> Result<Vec<usize>, String> {
+/// The error names the whole list as given, with an example, rather than oskit's bad item.
+fn parse_cpus(raw: &str) -> Result<Vec<usize>, SettingsError> {
     oskit::cpu_list::parse_cpu_list(raw).map_err(|e| match e {
-        CpuListError::Empty => format!("empty CPU list {raw:?}"),
-        CpuListError::BadItem(_) => format!("invalid CPU list {raw:?} (e.g. 1, 2-3, 0,2)"),
+        CpuListError::Empty => SettingsError::EmptyCpuList { raw: raw.to_string() },
+        CpuListError::BadItem(_) => SettingsError::BadCpuList { raw: raw.to_string() },
     })
 }
 
@@ -530,33 +559,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rates_parse() {
-        assert_eq!(parse_rate("200"), Ok(Rate::steady(200.0)));
-        assert_eq!(parse_rate("100:1000"), Ok(Rate { start: 100.0, end: 1000.0 }));
-        for bad in ["0", "-5", "x", "100:", ":5", "1:0", "nan"] {
-            assert!(parse_rate(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
     fn cpu_lists_parse() {
-        assert_eq!(parse_cpus("1"), Ok(vec![1]));
-        assert_eq!(parse_cpus("0,2-3"), Ok(vec![0, 2, 3]));
-        assert!(parse_cpus("3-1").is_err());
-        assert!(parse_cpus("a").is_err());
-        assert_eq!(parse_cpus("1,"), Err("invalid CPU list \"1,\" (e.g. 1, 2-3, 0,2)".to_string()));
-        assert_eq!(parse_cpus(""), Err("empty CPU list \"\"".to_string()));
+        let parsed = |raw: &str| parse_cpus(raw).map_err(|e| e.to_string());
+        assert_eq!(parsed("1"), Ok(vec![1]));
+        assert_eq!(parsed("0,2-3"), Ok(vec![0, 2, 3]));
+        assert!(matches!(parse_cpus("3-1"), Err(SettingsError::BadCpuList { .. })));
+        assert!(matches!(parse_cpus("a"), Err(SettingsError::BadCpuList { .. })));
+        assert_eq!(parsed("1,"), Err("invalid CPU list \"1,\" (e.g. 1, 2-3, 0,2)".to_string()));
+        assert!(matches!(parse_cpus(""), Err(SettingsError::EmptyCpuList { .. })));
+        assert_eq!(parsed(""), Err("empty CPU list \"\"".to_string()));
     }
 
     fn cli(args: &str) -> Cli {
         parse_from(std::iter::once("loadgen").chain(args.split_whitespace())).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn run_settings(args: &str) -> Result<RunSettings, String> {
+    fn run_settings(args: &str) -> Result<RunSettings, SettingsError> {
         cli(args).run.settings()
     }
 
-    fn capacity_settings(args: &str) -> Result<CapacitySettings, String> {
+    fn capacity_settings(args: &str) -> Result<CapacitySettings, CapacitySettingsError> {
         match cli(args).command {
             Some(Command::Capacity(capacity)) => capacity.settings(),
             other => panic!("{args}: not a capacity search: {other:?}"),
@@ -592,11 +614,16 @@ mod tests {
             ("-R 1:2 --ramp 20s http://127.0.0.1:1/", "--ramp 20s is longer than the measured window (-d 10s)"),
             ("--pin 3-1 http://127.0.0.1:1/", "invalid CPU list \"3-1\" (e.g. 1, 2-3, 0,2)"),
         ] {
-            assert_eq!(run_settings(args).err().as_deref(), Some(says), "{args}");
+            assert_eq!(run_settings(args).err().map(|e| e.to_string()).as_deref(), Some(says), "{args}");
         }
-        assert!(run_settings("https://127.0.0.1:1/").is_err_and(|e| e.contains("needs --cacert PATH")));
-        assert!(run_settings("--insecure http://127.0.0.1:1/").is_err_and(|e| e.contains("https:// URLs only")));
-        assert!(run_settings("--tls-resume off http://127.0.0.1:1/").is_err_and(|e| e.contains("https:// URLs only")));
+        let untrusted = run_settings("https://127.0.0.1:1/").err();
+        assert!(matches!(untrusted, Some(SettingsError::HttpsWithoutTrust)), "{untrusted:?}");
+        assert!(untrusted.is_some_and(|e| e.to_string().contains("needs --cacert PATH")));
+        for tls_flag in ["--insecure", "--tls-resume off"] {
+            let refused = run_settings(&format!("{tls_flag} http://127.0.0.1:1/"));
+            assert!(matches!(refused, Err(SettingsError::TlsFlagsWithoutHttps)), "{tls_flag}: {refused:?}");
+        }
+        assert!(matches!(run_settings("ftp://127.0.0.1:1/"), Err(SettingsError::Target(TargetError::NotHttp { .. }))));
         assert!(cli_err("--cacert ca.pem --insecure https://127.0.0.1:1/").contains("cannot be used with"));
         assert!(cli_err("--requests-per-conn 0 http://127.0.0.1:1/").contains("0"));
     }
@@ -642,11 +669,13 @@ mod tests {
     fn capacity_flags_are_checked_before_the_runs() {
         // The search's own mistakes are named first, even with a run flag that is wrong too.
         let refused = capacity_settings("capacity --pin x http://127.0.0.1:1/").err();
-        assert!(refused.is_some_and(|e| e.starts_with("capacity needs an objective")));
+        assert!(matches!(refused, Some(CapacitySettingsError::NoObjective)), "{refused:?}");
+        assert!(refused.is_some_and(|e| e.to_string().starts_with("capacity needs an objective")));
         let refused = capacity_settings("capacity --p99 1ms -R 5 http://127.0.0.1:1/").err();
-        assert!(refused.is_some_and(|e| e.contains("leave out -R")));
+        assert!(refused.is_some_and(|e| e.to_string().contains("leave out -R")));
         let refused = capacity_settings("capacity --p99 1ms --pin x http://127.0.0.1:1/").err();
-        assert!(refused.is_some_and(|e| e.starts_with("invalid CPU list")));
+        assert!(matches!(refused, Some(CapacitySettingsError::Run(SettingsError::BadCpuList { .. }))), "{refused:?}");
+        assert!(refused.is_some_and(|e| e.to_string().starts_with("invalid CPU list")));
     }
 
     fn names<T: ValueEnum>() -> Vec<String> {

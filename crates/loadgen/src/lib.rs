@@ -69,4 +69,5 @@ pub mod tls_config;
 mod uring;
 mod worker;
 
+pub use per_second::JsonlError;
 pub use run::{RunError, failures, run, uring_unavailable};

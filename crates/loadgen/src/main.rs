@@ -30,7 +30,7 @@ fn main() -> ExitCode {
 fn run(args: &RunArgs) -> ExitCode {
     let settings = match args.settings() {
         Ok(settings) => settings,
-        Err(e) => return input_error(&e),
+        Err(e) => return input_error(&e.to_string()),
     };
     let command: Vec<String> = std::env::args().collect();
     match loadgen::run(&settings, command) {
@@ -65,7 +65,7 @@ fn merge(reports: &[PathBuf], json: Option<&Path>, latency: bool) -> ExitCode {
 fn log_chart(log: &Path, svg: &Path, bucket: Duration) -> ExitCode {
     let records = match loadgen::request_log::read(log) {
         Ok(r) => r,
-        Err(e) => return input_error(&e),
+        Err(e) => return input_error(&e.to_string()),
     };
     if bucket.is_zero() {
         return input_error("--bucket must be more than zero");
@@ -106,7 +106,7 @@ fn finish(report: &Report, json: Option<&Path>, latency: bool, failures: Vec<Str
 fn capacity(args: &CapacityArgs) -> ExitCode {
     let search = match args.settings() {
         Ok(search) => search,
-        Err(e) => return input_error(&e),
+        Err(e) => return input_error(&e.to_string()),
     };
     let json = search.run.output.json.as_deref();
     let json_to_stdout = json.is_some_and(|p| p.as_os_str() == "-");

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::sync::mpsc;
 
 use hdrhistogram::Histogram;
@@ -54,14 +55,23 @@ pub fn wanted(settings: &RunSettings) -> bool {
     settings.output.jsonl.is_some() || progress(settings)
 }
 
+/// The `--jsonl` file cannot be created. The message is one line for the user and quotes the I/O error, so
+/// that is not also a `source` (a chain printer would say it twice).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write --jsonl {}: {error}", path.display())]
+pub struct JsonlError {
+    pub path: PathBuf,
+    pub error: std::io::Error,
+}
+
 /// Writes a line per second until every worker has hung up; `threads` workers tick each second. Err: the
-/// `--jsonl` file cannot be written (one line, for the user).
-pub fn follow(settings: &RunSettings, ticks: mpsc::Receiver<Tick>, threads: usize) -> Result<(), String> {
+/// `--jsonl` file cannot be written.
+pub fn follow(settings: &RunSettings, ticks: mpsc::Receiver<Tick>, threads: usize) -> Result<(), JsonlError> {
     let mut jsonl: Option<Box<dyn Write>> = match &settings.output.jsonl {
         Some(path) if path.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
-        Some(path) => Some(Box::new(
-            std::fs::File::create(path).map_err(|e| format!("cannot write --jsonl {}: {e}", path.display()))?,
-        )),
+        Some(path) => {
+            Some(Box::new(std::fs::File::create(path).map_err(|error| JsonlError { path: path.clone(), error })?))
+        }
         None => None,
     };
     let progress = progress(settings);
@@ -96,4 +106,16 @@ pub fn follow(settings: &RunSettings, ticks: mpsc::Receiver<Tick>, threads: usiz
         eprintln!();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unwritable_jsonl_file_is_named_with_its_error() {
+        let error = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let e = JsonlError { path: "/nonexistent/run.jsonl".into(), error };
+        assert_eq!(e.to_string(), "cannot write --jsonl /nonexistent/run.jsonl: entity not found");
+    }
 }

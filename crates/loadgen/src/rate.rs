@@ -44,6 +44,25 @@ impl Rate {
         let n = threads.max(1) as f64;
         Rate { start: self.start / n, end: self.end / n }
     }
+
+    /// `20000` or `1000:20000` (requests per second, positive): the syntax of `-R`.
+    pub fn parse(raw: &str) -> Result<Rate, RateError> {
+        let number = |text: &str| match text.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+            _ => Err(RateError { raw: raw.to_string() }),
+        };
+        match raw.split_once(':') {
+            Some((start, end)) => Ok(Rate { start: number(start)?, end: number(end)? }),
+            None => number(raw).map(Rate::steady),
+        }
+    }
+}
+
+/// A `-R` value that is not a rate (the whole value is named, even when only one side of `START:END` is bad).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid rate {raw:?}: a positive number of requests per second, or START:END")]
+pub struct RateError {
+    pub raw: String,
 }
 
 /// How open-loop sends are spaced: evenly, or as a Poisson process (exponential gaps, the same mean).
@@ -79,5 +98,18 @@ mod tests {
         assert_eq!(ramp.mean(20.0, over), 850.0);
         assert_eq!(Rate::steady(50.0).mean(7.0, None), 50.0);
         assert_eq!(ramp.split(2), Rate { start: 50.0, end: 550.0 });
+    }
+
+    #[test]
+    fn rates_parse_steady_or_as_a_ramp_and_anything_else_is_named_in_the_error() {
+        assert_eq!(Rate::parse("200"), Ok(Rate::steady(200.0)));
+        assert_eq!(Rate::parse("100:1000"), Ok(Rate { start: 100.0, end: 1000.0 }));
+        for bad in ["0", "-5", "x", "100:", ":5", "1:0", "nan"] {
+            assert_eq!(Rate::parse(bad), Err(RateError { raw: bad.to_string() }), "{bad}");
+        }
+        assert_eq!(
+            Rate::parse("1:0").map_err(|e| e.to_string()),
+            Err("invalid rate \"1:0\": a positive number of requests per second, or START:END".to_string())
+        );
     }
 }

@@ -24,7 +24,7 @@
 
 use std::fmt::Write as _;
 use std::io::{self, BufRead, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The header line (and the format's version).
 pub const HEADER: &str = "# loadgen request log 1\tintended_us\tsent_us\tlatency_us\tstatus\tbody_bytes\tconn";
@@ -61,25 +61,36 @@ pub fn write(path: &Path, records: &mut [Record], not_logged: u64) -> io::Result
     out.flush()
 }
 
+/// Why a file does not read as a request log. Each message is one line for the user; the I/O error is
+/// quoted in it, so it is not also a `source` (a chain printer would say it twice).
+#[derive(Debug, thiserror::Error)]
+pub enum RequestLogError {
+    #[error("cannot read {}: {error}", path.display())]
+    Unreadable { path: PathBuf, error: io::Error },
+    #[error("{} is not a loadgen request log (version 1): its first line is {first_line:?}", path.display())]
+    NotALog { path: PathBuf, first_line: String },
+    /// `number` counts from 1, the header being line 1.
+    #[error("{}:{number}: not a request log line: {line:?}", path.display())]
+    BadLine { path: PathBuf, number: usize, line: String },
+}
+
 /// Reads a log written by [`write`]; a line that is not one is an error naming it.
-pub fn read(path: &Path) -> Result<Vec<Record>, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+pub fn read(path: &Path) -> Result<Vec<Record>, RequestLogError> {
+    let unreadable = |error| RequestLogError::Unreadable { path: path.into(), error };
+    let file = std::fs::File::open(path).map_err(unreadable)?;
     let mut records = Vec::new();
     for (n, line) in io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let line = line.map_err(unreadable)?;
         if n == 0 {
             if line != HEADER {
-                return Err(format!(
-                    "{} is not a loadgen request log (version 1): its first line is {line:?}",
-                    path.display()
-                ));
+                return Err(RequestLogError::NotALog { path: path.into(), first_line: line });
             }
             continue;
         }
         if line.starts_with('#') || line.is_empty() {
             continue;
         }
-        let bad = || format!("{}:{}: not a request log line: {line:?}", path.display(), n + 1);
+        let bad = || RequestLogError::BadLine { path: path.into(), number: n + 1, line: line.clone() };
         let fields: Vec<u64> =
             line.split('\t').map(|f| f.parse::<u64>().map_err(|_| bad())).collect::<Result<_, _>>()?;
         let [intended_us, sent_us, latency_us, status, body_bytes, conn] = fields[..] else { return Err(bad()) };
@@ -117,8 +128,12 @@ mod tests {
         assert!(text.starts_with(HEADER) && text.ends_with("# not logged: 7 responses over --log-max\n"), "{text}");
         assert_eq!(read(&path).expect("read back"), vec![r(100, 0), r(200, 2), r(300, 1)]);
         std::fs::write(&path, "intended\tsent\n").expect("write");
-        assert!(read(&path).expect_err("foreign").contains("not a loadgen request log"));
+        let foreign = read(&path).expect_err("foreign");
+        assert!(matches!(&foreign, RequestLogError::NotALog { first_line, .. } if first_line == "intended\tsent"));
+        assert!(foreign.to_string().contains("not a loadgen request log"), "{foreign}");
         std::fs::write(&path, format!("{HEADER}\n1\t2\t3\n")).expect("write");
-        assert!(read(&path).expect_err("short line").contains(":2: not a request log line"));
+        let short = read(&path).expect_err("short line");
+        assert!(matches!(short, RequestLogError::BadLine { number: 2, .. }), "{short:?}");
+        assert_eq!(short.to_string(), format!("{}:2: not a request log line: \"1\\t2\\t3\"", path.display()));
     }
 }

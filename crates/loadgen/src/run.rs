@@ -7,20 +7,34 @@ use std::sync::mpsc::{self, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::assertions::Assertions;
+use crate::assertions::{Assertions, AssertionsError};
+use crate::open_files::OpenFilesError;
+use crate::per_second::JsonlError;
 use crate::report::{self, Report, RunConfig, RunMeta};
 use crate::settings::{EngineChoice, RunSettings};
+use crate::source::SourceError;
 use crate::stats::WorkerStats;
 use crate::tls::Tls;
-use crate::tls_config::{self, TlsClient};
+use crate::tls_config::{self, TlsClient, TlsConfigError};
 use crate::worker::{self, Plan, Shared, Tick};
 use crate::{epoll, open_files, per_second, request_log, source, uring};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// Bad input: the message is one line for the user.
+    /// Bad input: the message is one line for the user. So are the variants from `Source` to `Jsonl`, each
+    /// the error of the module that found it.
     #[error("{0}")]
     Input(String),
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Assertions(#[from] AssertionsError),
+    #[error(transparent)]
+    Tls(#[from] TlsConfigError),
+    #[error(transparent)]
+    OpenFiles(#[from] OpenFilesError),
+    #[error(transparent)]
+    Jsonl(#[from] JsonlError),
     #[error("cannot connect to {addr}: {reason}")]
     Unreachable { addr: String, reason: String },
     #[error("{0}")]
@@ -43,12 +57,10 @@ struct Window {
 
 /// Runs the load described by `settings` (warmup, then the measured window) and returns the report.
 pub fn run(settings: &RunSettings, command: Vec<String>) -> Result<Report, RunError> {
-    let source = source::build(&settings.requests, &settings.target).map_err(RunError::Input)?;
-    let assertions = Assertions::from_settings(&settings.expect).map_err(RunError::Input)?;
+    let source = source::build(&settings.requests, &settings.target)?;
+    let assertions = Assertions::from_settings(&settings.expect)?;
     let tls = match &settings.tls {
-        Some(tls) => {
-            Some(tls_config::build(tls, &settings.target.server_name, settings.http2).map_err(RunError::Input)?)
-        }
+        Some(tls) => Some(tls_config::build(tls, &settings.target.server_name, settings.http2)?),
         None => None,
     };
     let threads = thread_count(settings);
@@ -65,7 +77,7 @@ pub fn run(settings: &RunSettings, command: Vec<String>) -> Result<Report, RunEr
     let (tick_tx, tick_rx) = mpsc::channel();
     let ticks = per_second::wanted(settings).then_some(tick_tx);
     let handles = spawn_workers(settings, threads, (engine, tls.as_ref()), &shared, window, ticks)?;
-    per_second::follow(settings, tick_rx, threads).map_err(RunError::Input)?;
+    per_second::follow(settings, tick_rx, threads)?;
 
     let mut workers = Vec::with_capacity(threads);
     let mut last_error = None;
@@ -116,7 +128,7 @@ fn thread_count(settings: &RunSettings) -> usize {
 /// the limit stays raised for every later run of a capacity search); a hard limit too low is bad input.
 fn make_room_for_connections(connections: usize, threads: usize) -> Result<(), RunError> {
     let needed = open_files::needed(connections, threads);
-    match open_files::ensure(needed, connections).map_err(RunError::Input)? {
+    match open_files::ensure(needed, connections)? {
         open_files::Outcome::Enough => {}
         open_files::Outcome::Raised { from, to } => eprintln!(
             "loadgen: raised the open-file limit (RLIMIT_NOFILE) from {from} to {to} for {connections} \

@@ -2,7 +2,7 @@
 //! of raw requests to replay. Each worker renders the next request into its connection's reusable write
 //! buffer: no allocation per request once buffers have grown.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::settings::{Pick, RequestSettings};
 use crate::target::Target;
@@ -146,27 +146,73 @@ impl Source {
     }
 }
 
-/// Builds the source from the request settings, reading any files they name. Errors are one line, for the
-/// user.
-pub fn build(requests: &RequestSettings, target: &Target) -> Result<Source, String> {
+/// Why the request flags give no source of requests. Each message is one line for the user and names the
+/// flag; a read error is quoted in it, so it is not also a `source` (a chain printer would say it twice).
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("invalid method {method:?}")]
+    InvalidMethod { method: String },
+    #[error("cannot read --body-file {}: {error}", path.display())]
+    BodyFileUnreadable { path: PathBuf, error: std::io::Error },
+    #[error("header {raw:?} is not `Name: value`")]
+    HeaderNotNameValue { raw: String },
+    #[error("invalid header {raw:?}")]
+    InvalidHeader { raw: String },
+    #[error("--var {spec:?} is not NAME=@FILE or NAME=a,b")]
+    VarNotNameValues { spec: String },
+    #[error("--var name {name:?} must be letters, digits or _")]
+    BadVarName { name: String },
+    #[error("--var {name} given twice")]
+    VarGivenTwice { name: String },
+    #[error("cannot read --var {name} file {file}: {error}")]
+    VarFileUnreadable { name: String, file: String, error: std::io::Error },
+    #[error("--var {name} has no values")]
+    VarWithoutValues { name: String },
+    #[error("--var {name} value {value:?} contains whitespace or control characters")]
+    BadVarValue { name: String, value: String },
+    #[error("--var {name} is not used by --path {template:?}")]
+    VarNotUsed { name: String, template: String },
+    #[error("--var needs --path with {{name}} placeholders")]
+    VarWithoutPath,
+    #[error("--path {template:?} must start with / and contain no spaces")]
+    BadPath { template: String },
+    #[error("--path {template:?}: unclosed {{")]
+    UnclosedBrace { template: String },
+    #[error("--path {template:?} uses {{{name}}} but no --var {name}=… was given")]
+    UnknownVar { template: String, name: String },
+    #[error("cannot read --replay {}: {error}", path.display())]
+    ReplayUnreadable { path: PathBuf, error: std::io::Error },
+    /// `request` counts from 1, as the user counts the file's requests.
+    #[error("--replay {}: request {request} is not a complete HTTP/1.1 request head", path.display())]
+    ReplayIncompleteHead { path: PathBuf, request: usize },
+    #[error("--replay {}: request {request} has an invalid Content-Length", path.display())]
+    ReplayBadContentLength { path: PathBuf, request: usize },
+    #[error("--replay {}: request {request} body is shorter than its Content-Length", path.display())]
+    ReplayShortBody { path: PathBuf, request: usize },
+    #[error("--replay {}: no requests in the file", path.display())]
+    ReplayEmpty { path: PathBuf },
+}
+
+/// Builds the source from the request settings, reading any files they name.
+pub fn build(requests: &RequestSettings, target: &Target) -> Result<Source, SourceError> {
     let method = requests.method.to_ascii_uppercase();
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(format!("invalid method {:?}", requests.method));
+        return Err(SourceError::InvalidMethod { method: requests.method.clone() });
     }
     let body = match &requests.body_file {
         Some(path) => {
-            Some(std::fs::read(path).map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?)
+            Some(std::fs::read(path).map_err(|error| SourceError::BodyFileUnreadable { path: path.clone(), error })?)
         }
         None => None,
     };
     let mut headers = format!("Host: {}\r\n", target.host_header);
     let mut own_connection = false;
     for raw in &requests.headers {
-        let (name, value) = raw.split_once(':').ok_or_else(|| format!("header {raw:?} is not `Name: value`"))?;
+        let (name, value) = raw.split_once(':').ok_or_else(|| SourceError::HeaderNotNameValue { raw: raw.clone() })?;
         let (name, value) = (name.trim(), value.trim());
         let bad = |s: &str| s.bytes().any(|b| b == b'\r' || b == b'\n');
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') || bad(value) {
-            return Err(format!("invalid header {raw:?}"));
+            return Err(SourceError::InvalidHeader { raw: raw.clone() });
         }
         own_connection |= name.eq_ignore_ascii_case("connection");
         if name.eq_ignore_ascii_case("host") {
@@ -194,7 +240,7 @@ pub fn build(requests: &RequestSettings, target: &Target) -> Result<Source, Stri
         let parts = parse_template(template, &names)?;
         for (i, name) in names.iter().enumerate() {
             if !parts.iter().any(|p| matches!(p, Part::Var(v) if *v == i)) {
-                return Err(format!("--var {name} is not used by --path {template:?}"));
+                return Err(SourceError::VarNotUsed { name: name.clone(), template: template.clone() });
             }
         }
         let mut parts = parts;
@@ -208,7 +254,7 @@ pub fn build(requests: &RequestSettings, target: &Target) -> Result<Source, Stri
         });
     }
     if !requests.vars.is_empty() {
-        return Err("--var needs --path with {name} placeholders".to_string());
+        return Err(SourceError::VarWithoutPath);
     }
     let mut request = format!("{method} {}", target.path).into_bytes();
     let head_end = request.len() + rest_head_end;
@@ -222,21 +268,21 @@ fn describe_vars(names: &[String], values: &[Vec<String>]) -> String {
 }
 
 /// `NAME=@FILE` (one value per non-empty line) or `NAME=a,b,c`.
-fn read_vars(raw: &[String]) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+fn read_vars(raw: &[String]) -> Result<(Vec<String>, Vec<Vec<String>>), SourceError> {
     let mut names = Vec::new();
     let mut values = Vec::new();
     for spec in raw {
-        let (name, list) =
-            spec.split_once('=').ok_or_else(|| format!("--var {spec:?} is not NAME=@FILE or NAME=a,b"))?;
+        let (name, list) = spec.split_once('=').ok_or_else(|| SourceError::VarNotNameValues { spec: spec.clone() })?;
+        let named = || name.to_string();
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!("--var name {name:?} must be letters, digits or _"));
+            return Err(SourceError::BadVarName { name: named() });
         }
         if names.iter().any(|n| n == name) {
-            return Err(format!("--var {name} given twice"));
+            return Err(SourceError::VarGivenTwice { name: named() });
         }
         let list: Vec<String> = match list.strip_prefix('@') {
             Some(file) => std::fs::read_to_string(file)
-                .map_err(|e| format!("cannot read --var {name} file {file}: {e}"))?
+                .map_err(|error| SourceError::VarFileUnreadable { name: named(), file: file.to_string(), error })?
                 .lines()
                 .map(|l| l.trim().to_string())
                 .filter(|l| !l.is_empty())
@@ -244,10 +290,10 @@ fn read_vars(raw: &[String]) -> Result<(Vec<String>, Vec<Vec<String>>), String> 
             None => list.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect(),
         };
         if list.is_empty() {
-            return Err(format!("--var {name} has no values"));
+            return Err(SourceError::VarWithoutValues { name: named() });
         }
         if let Some(bad) = list.iter().find(|v| v.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control())) {
-            return Err(format!("--var {name} value {bad:?} contains whitespace or control characters"));
+            return Err(SourceError::BadVarValue { name: named(), value: bad.clone() });
         }
         names.push(name.to_string());
         values.push(list);
@@ -255,15 +301,17 @@ fn read_vars(raw: &[String]) -> Result<(Vec<String>, Vec<Vec<String>>), String> 
     Ok((names, values))
 }
 
-fn parse_template(template: &str, names: &[String]) -> Result<Vec<Part>, String> {
+fn parse_template(template: &str, names: &[String]) -> Result<Vec<Part>, SourceError> {
     if !template.starts_with('/') || template.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
-        return Err(format!("--path {template:?} must start with / and contain no spaces"));
+        return Err(SourceError::BadPath { template: template.to_string() });
     }
     let mut parts = Vec::new();
     let mut rest = template;
     while let Some(open) = rest.find('{') {
-        let close =
-            rest[open..].find('}').map(|c| open + c).ok_or_else(|| format!("--path {template:?}: unclosed {{"))?;
+        let close = rest[open..]
+            .find('}')
+            .map(|c| open + c)
+            .ok_or_else(|| SourceError::UnclosedBrace { template: template.to_string() })?;
         if open > 0 {
             parts.push(Part::Literal(rest[..open].to_string()));
         }
@@ -271,7 +319,7 @@ fn parse_template(template: &str, names: &[String]) -> Result<Vec<Part>, String>
         let index = names
             .iter()
             .position(|n| n == name)
-            .ok_or_else(|| format!("--path {template:?} uses {{{name}}} but no --var {name}=… was given"))?;
+            .ok_or_else(|| SourceError::UnknownVar { template: template.to_string(), name: name.to_string() })?;
         parts.push(Part::Var(index));
         rest = &rest[close + 1..];
     }
@@ -283,8 +331,8 @@ fn parse_template(template: &str, names: &[String]) -> Result<Vec<Part>, String>
 
 /// A file of raw HTTP/1.1 requests, back to back; bodies need Content-Length. Bare `\n` line ends are
 /// accepted in heads and written out as CRLF.
-fn read_replay(path: &Path) -> Result<Vec<Rendered>, String> {
-    let raw = std::fs::read(path).map_err(|e| format!("cannot read --replay {}: {e}", path.display()))?;
+fn read_replay(path: &Path) -> Result<Vec<Rendered>, SourceError> {
+    let raw = std::fs::read(path).map_err(|error| SourceError::ReplayUnreadable { path: path.into(), error })?;
     let mut requests = Vec::new();
     let mut at = 0;
     while at < raw.len() {
@@ -298,13 +346,7 @@ fn read_replay(path: &Path) -> Result<Vec<Rendered>, String> {
         let mut req = httparse::Request::new(&mut headers);
         let head_len = match req.parse(&raw[at..]) {
             Ok(httparse::Status::Complete(n)) => n,
-            _ => {
-                return Err(format!(
-                    "--replay {}: request {} is not a complete HTTP/1.1 request head",
-                    path.display(),
-                    requests.len() + 1
-                ));
-            }
+            _ => return Err(SourceError::ReplayIncompleteHead { path: path.into(), request: requests.len() + 1 }),
         };
         let body_len = req
             .headers
@@ -312,9 +354,7 @@ fn read_replay(path: &Path) -> Result<Vec<Rendered>, String> {
             .find(|h| h.name.eq_ignore_ascii_case("content-length"))
             .map(|h| std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse::<usize>().ok()))
             .unwrap_or(Some(0))
-            .ok_or_else(|| {
-                format!("--replay {}: request {} has an invalid Content-Length", path.display(), requests.len() + 1)
-            })?;
+            .ok_or_else(|| SourceError::ReplayBadContentLength { path: path.into(), request: requests.len() + 1 })?;
         let mut out = format!("{} {} HTTP/1.1\r\n", req.method.unwrap_or("GET"), req.path.unwrap_or("/")).into_bytes();
         let own_connection = req.headers.iter().any(|h| h.name.eq_ignore_ascii_case("connection"));
         for h in req.headers.iter() {
@@ -327,18 +367,14 @@ fn read_replay(path: &Path) -> Result<Vec<Rendered>, String> {
         let head_end = out.len();
         let body_start = at + head_len;
         if raw.len() < body_start + body_len {
-            return Err(format!(
-                "--replay {}: request {} body is shorter than its Content-Length",
-                path.display(),
-                requests.len() + 1
-            ));
+            return Err(SourceError::ReplayShortBody { path: path.into(), request: requests.len() + 1 });
         }
         out.extend_from_slice(&raw[body_start..body_start + body_len]);
         requests.push(Rendered::new(out, head_end, own_connection));
         at = body_start + body_len;
     }
     if requests.is_empty() {
-        return Err(format!("--replay {}: no requests in the file", path.display()));
+        return Err(SourceError::ReplayEmpty { path: path.into() });
     }
     Ok(requests)
 }
@@ -392,8 +428,32 @@ mod tests {
         let names = vec!["id".to_string(), "region".to_string()];
         let parts = parse_template("/v1/{id}?region={region}", &names).expect("valid");
         assert_eq!(parts.len(), 4);
-        assert!(parse_template("/v1/{nope}", &names).is_err());
-        assert!(parse_template("/v1/{id", &names).is_err());
-        assert!(parse_template("v1", &names).is_err());
+        let unknown = parse_template("/v1/{nope}", &names).err();
+        assert!(matches!(&unknown, Some(SourceError::UnknownVar { name, .. }) if name == "nope"), "{unknown:?}");
+        assert_eq!(
+            unknown.map(|e| e.to_string()).as_deref(),
+            Some("--path \"/v1/{nope}\" uses {nope} but no --var nope=… was given")
+        );
+        let open = parse_template("/v1/{id", &names).err();
+        assert_eq!(open.map(|e| e.to_string()).as_deref(), Some("--path \"/v1/{id\": unclosed {"));
+        assert!(matches!(parse_template("v1", &names), Err(SourceError::BadPath { .. })));
+    }
+
+    #[test]
+    fn replay_files_that_are_not_requests_name_the_request() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let replay = |text: &str| {
+            let path = dir.path().join("replay.txt");
+            std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+            read_replay(&path).err().map(|e| (e.to_string().replace(&path.display().to_string(), "FILE"), e))
+        };
+        let short = replay("GET / HTTP/1.1\r\n\r\nPOST / HTTP/1.1\r\nContent-Length: 9\r\n\r\nab");
+        assert!(matches!(short, Some((_, SourceError::ReplayShortBody { request: 2, .. }))), "{short:?}");
+        assert_eq!(
+            short.map(|s| s.0).as_deref(),
+            Some("--replay FILE: request 2 body is shorter than its Content-Length")
+        );
+        assert!(matches!(replay("\r\n"), Some((_, SourceError::ReplayEmpty { .. }))));
+        assert!(matches!(replay("GARBAGE\n"), Some((_, SourceError::ReplayIncompleteHead { request: 1, .. }))));
     }
 }

@@ -16,11 +16,29 @@ pub struct Target {
     pub server_name: String,
 }
 
-pub fn parse(url: &str) -> Result<Target, String> {
+/// Why a URL is not a target. The resolver's error is quoted in the message, so it is not also a `source`
+/// (a chain printer such as anyhow's `{:#}` would say it twice).
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("{url:?} is not an http:// or https:// URL")]
+    NotHttp { url: String },
+    #[error("{url:?}: missing or unsupported host")]
+    NoHost { url: String },
+    #[error("{url:?}: the path must not contain spaces or control characters")]
+    PathWithSpaces { url: String },
+    #[error("{url:?}: invalid host or port")]
+    BadHostOrPort { url: String },
+    #[error("{url}: cannot resolve {host}: {error}")]
+    Unresolvable { url: String, host: String, error: std::io::Error },
+    #[error("{url}: {host} resolves to no address")]
+    NoAddress { url: String, host: String },
+}
+
+pub fn parse(url: &str) -> Result<Target, TargetError> {
     let (rest, tls) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
         (Some(rest), _) => (rest, false),
         (_, Some(rest)) => (rest, true),
-        _ => return Err(format!("{url:?} is not an http:// or https:// URL")),
+        _ => return Err(TargetError::NotHttp { url: url.into() }),
     };
     let default_port = if tls { 443 } else { 80 };
     let (authority, path) = match rest.find(['/', '?']) {
@@ -29,19 +47,19 @@ pub fn parse(url: &str) -> Result<Target, String> {
         None => (rest, "/".to_string()),
     };
     if authority.is_empty() || authority.contains('@') {
-        return Err(format!("{url:?}: missing or unsupported host"));
+        return Err(TargetError::NoHost { url: url.into() });
     }
     if path.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
-        return Err(format!("{url:?}: the path must not contain spaces or control characters"));
+        return Err(TargetError::PathWithSpaces { url: url.into() });
     }
     let (host, port) =
-        split_host_port(authority, default_port).ok_or_else(|| format!("{url:?}: invalid host or port"))?;
+        split_host_port(authority, default_port).ok_or_else(|| TargetError::BadHostOrPort { url: url.into() })?;
     let server_name = host.trim_start_matches('[').trim_end_matches(']').to_string();
     let addr = (server_name.as_str(), port)
         .to_socket_addrs()
-        .map_err(|e| format!("{url}: cannot resolve {host}: {e}"))?
+        .map_err(|error| TargetError::Unresolvable { url: url.into(), host: host.to_string(), error })?
         .next()
-        .ok_or_else(|| format!("{url}: {host} resolves to no address"))?;
+        .ok_or_else(|| TargetError::NoAddress { url: url.into(), host: host.to_string() })?;
     let host_header = if port == default_port { host.to_string() } else { format!("{host}:{port}") };
     Ok(Target { url: url.to_string(), addr, host_header, path, tls, server_name })
 }
@@ -85,10 +103,15 @@ mod tests {
         let t = parse("https://[::1]:8443/").expect("valid");
         assert_eq!((t.host_header.as_str(), t.server_name.as_str(), t.tls), ("[::1]:8443", "::1", true));
         assert!(!parse("http://127.0.0.1/").expect("valid").tls);
-        assert!(parse("ftp://127.0.0.1/").is_err());
-        assert!(parse("127.0.0.1:80").is_err());
-        assert!(parse("http://:80/").is_err());
-        assert!(parse("http://127.0.0.1:99999/").is_err());
-        assert!(parse("http://127.0.0.1/a b").is_err());
+        assert!(matches!(parse("ftp://127.0.0.1/"), Err(TargetError::NotHttp { .. })));
+        assert!(matches!(parse("127.0.0.1:80"), Err(TargetError::NotHttp { .. })));
+        assert!(matches!(parse("http://user@127.0.0.1/"), Err(TargetError::NoHost { .. })));
+        assert!(matches!(parse("http://:80/"), Err(TargetError::BadHostOrPort { .. })));
+        assert!(matches!(parse("http://127.0.0.1:99999/"), Err(TargetError::BadHostOrPort { .. })));
+        let spaced = parse("http://127.0.0.1/a b").err().map(|e| e.to_string());
+        assert_eq!(
+            spaced.as_deref(),
+            Some("\"http://127.0.0.1/a b\": the path must not contain spaces or control characters")
+        );
     }
 }

@@ -90,7 +90,7 @@ impl ClientTls {
 /// for 127.0.0.1, the address every server listens on.
 pub fn probe_client(ca: &Path) -> anyhow::Result<Arc<rustls::ClientConfig>> {
     let tls = ClientTls::new(ca.to_path_buf(), false);
-    let client = loadgen::tls_config::build(&tls.settings(), "127.0.0.1", false).map_err(anyhow::Error::msg)?;
+    let client = loadgen::tls_config::build(&tls.settings(), "127.0.0.1", false)?;
     Ok(client.config)
 }
 

@@ -119,7 +119,7 @@ fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     let most = cfg.workloads.iter().flat_map(|w| cfg.connections.iter().copied().chain([w.connections()])).max();
     let most = most.unwrap_or(0);
     let needed = u64::from(most) + OPEN_FILES_HEADROOM;
-    if let Outcome::Raised { from, to } = open_files::ensure(needed, most as usize).map_err(anyhow::Error::msg)? {
+    if let Outcome::Raised { from, to } = open_files::ensure(needed, most as usize)? {
         eprintln!("compare: open-file limit raised from {from} to {to} for every server and loader (needed {needed})");
     }
     let meta = run_meta(cfg, provenance);

@@ -596,7 +596,9 @@ pub fn engines() -> Vec<&'static str> {
 pub fn try_run(list: &[&str]) -> (Result<Report, loadgen::RunError>, RunArgs, Duration) {
     let args = args(list);
     let started = Instant::now();
-    let result = args.settings().map_err(loadgen::RunError::Input).and_then(|s| loadgen::run(&s, command(list)));
+    // run sits below the command line, so its error holds the settings' error as the text the binary prints.
+    let settings = args.settings().map_err(|e| loadgen::RunError::Input(e.to_string()));
+    let result = settings.and_then(|s| loadgen::run(&s, command(list)));
     (result, args, started.elapsed())
 }
 
