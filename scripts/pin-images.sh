@@ -95,25 +95,9 @@ read_bases() {
 }
 
 # ---- references --------------------------------------------------------------------------------------------------
-# A reference's parts: name (registry/repository, normalized as Docker does), tag, digest (may be empty).
-split_ref() {
-  local ref="$1" first
-  r_digest=""
-  if [[ "$ref" == *@* ]]; then r_digest="${ref#*@}"; ref="${ref%%@*}"; fi
-  r_tag=""
-  if [[ "${ref##*/}" == *:* ]]; then r_tag="${ref##*:}"; ref="${ref%:*}"; fi
-  first="${ref%%/*}"
-  if [[ "$ref" != */* ]]; then
-    r_name="docker.io/library/$ref"
-  elif [[ "$first" == *.* || "$first" == *:* || "$first" == localhost ]]; then
-    r_name="$ref"
-  else
-    r_name="docker.io/$ref"
-  fi
-  r_host="${r_name%%/*}"
-  # Docker Hub's API is not on docker.io itself.
-  [ "$r_host" != docker.io ] || r_host=registry-1.docker.io
-}
+# split_ref: a reference's name, tag, digest and registry host, as Docker reads them (shared with base-images.sh).
+# shellcheck source=scripts/image-ref.sh
+source "$(dirname "${BASH_SOURCE[0]}")/image-ref.sh"
 
 valid_digest() { [[ "$1" =~ ^sha256:[0-9a-f]{64}$ ]]; }
 

@@ -765,6 +765,31 @@ fn images_are_built_from_their_dockerfile_target_and_third_party_images_are_pinn
     assert_eq!(built.len(), IMAGES.len(), "every image is built by some service: {built:?}");
 }
 
+/// scripts/image-ref.sh, the one reading of an image reference that pin-images.sh and compose-check's stand-ins
+/// (scripts/base-images.sh) share: Docker's normalization, with a first part that names a registry host kept.
+#[test]
+fn image_references_are_read_as_docker_reads_them() {
+    let script = root().join("scripts/image-ref.sh");
+    for (reference, expect) in [
+        ("debian:12.12-slim", "docker.io/library/debian 12.12-slim - registry-1.docker.io"),
+        ("library/debian:12.12-slim@sha256:ab", "docker.io/library/debian 12.12-slim sha256:ab registry-1.docker.io"),
+        ("x/y", "docker.io/x/y - - registry-1.docker.io"),
+        ("ghcr.io/x:1", "ghcr.io/x 1 - ghcr.io"),
+        ("gcr.io/distroless/cc-debian12:nonroot", "gcr.io/distroless/cc-debian12 nonroot - gcr.io"),
+        ("localhost:5000/app", "localhost:5000/app - - localhost:5000"),
+    ] {
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(r#"source "$0"; split_ref "$1"; echo "$r_name ${r_tag:--} ${r_digest:--} $r_host""#)
+            .arg(&script)
+            .arg(reference)
+            .output()
+            .expect("bash runs");
+        assert!(out.status.success(), "{reference}: {}", text(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), expect, "{reference}");
+    }
+}
+
 /// scripts/pin-images.sh: its `--list` of the root Dockerfile is the base images found above, each with the
 /// default its stages' FROM reads. On a Dockerfile whose base image lives where no registry can answer (port 1
 /// on loopback), it reports what is not pinned without asking anyone, otherwise exits 3, and never changes the
