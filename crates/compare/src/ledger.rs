@@ -121,114 +121,120 @@ pub fn parse(text: &str) -> anyhow::Result<Vec<Claim>> {
     let raw: RawLedger = toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?;
     let mut out: Vec<Claim> = Vec::new();
     for c in raw.claim {
-        let line = |s: &std::ops::Range<usize>| line_of(text, s.start);
-        let id = c.id.get_ref().trim().to_string();
-        let at = line(&c.id.span());
-        let fail = |field_line: usize, what: String| anyhow::anyhow!("line {field_line}: claim {id}: {what}");
-        if id.is_empty() {
-            return Err(fail(at, "an empty id".into()));
-        }
-        if let Some(first) = out.iter().find(|o| o.id == id) {
-            return Err(fail(at, format!("the id is already used on line {}", first.line)));
-        }
-        let workload = c.workload.get_ref();
-        if Workload::parse(workload).is_none() {
-            let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
-            return Err(fail(
-                line(&c.workload.span()),
-                format!("unknown workload {workload:?}; one of {}", names.join(", ")),
-            ));
-        }
-        for side in [&c.a, &c.b] {
-            if Runtime::parse(side.get_ref()).is_none() {
-                return Err(fail(line(&side.span()), format!("unknown runtime {:?}", side.get_ref())));
-            }
-        }
-        if c.a.get_ref() == c.b.get_ref() {
-            return Err(fail(line(&c.b.span()), "a and b name the same runtime".into()));
-        }
-        let Some(metric) = Metric::parse(c.metric.get_ref()) else {
-            let names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
-            return Err(fail(
-                line(&c.metric.span()),
-                format!("unknown metric {:?}; one of {}", c.metric.get_ref(), names.join(", ")),
-            ));
-        };
-        let kind = match &c.kind {
-            None => metric.kind(),
-            Some(k) => {
-                let kind = match k.get_ref().as_str() {
-                    "closed" => Kind::Closed,
-                    "open" => Kind::Open,
-                    other => return Err(fail(line(&k.span()), format!("unknown kind {other:?}; closed or open"))),
-                };
-                if !metric.kinds().contains(&kind) {
-                    return Err(fail(
-                        line(&k.span()),
-                        format!("{} is not read from {} runs", metric.name(), k.get_ref()),
-                    ));
-                }
-                kind
-            }
-        };
-        let measurable = c.measurable.unwrap_or(true);
-        let published = match (&c.published, measurable) {
-            (Some(p), _) if !(p.get_ref().is_finite() && *p.get_ref() > 0.0) => {
-                return Err(fail(line(&p.span()), "published must be a positive number".into()));
-            }
-            (Some(p), _) => Some(*p.get_ref()),
-            (None, true) => return Err(fail(at, "no published figure (the post's a ÷ b)".into())),
-            (None, false) => None,
-        };
-        let tolerance = match &c.tolerance {
-            Some(t) if !(t.get_ref().is_finite() && *t.get_ref() >= 1.0) => {
-                return Err(fail(line(&t.span()), "tolerance must be at least 1 (a factor either way)".into()));
-            }
-            Some(t) => *t.get_ref(),
-            None => DEFAULT_TOLERANCE,
-        };
-        if let Some(n) = &c.connections
-            && *n.get_ref() == 0
-        {
-            return Err(fail(line(&n.span()), "connections must be at least 1".into()));
-        }
-        if let Some(ms) = &c.db_rtt_ms
-            && !(ms.get_ref().is_finite() && *ms.get_ref() >= 0.0)
-        {
-            return Err(fail(line(&ms.span()), "db_rtt_ms must be a non-negative number".into()));
-        }
-        let unmeasurable = match (measurable, c.why) {
-            (true, _) => {
-                if c.command.is_some() {
-                    return Err(fail(at, "command is for a claim with measurable = false".into()));
-                }
-                None
-            }
-            (false, None) => return Err(fail(at, "measurable = false needs why".into())),
-            (false, Some(why)) => Some(Unmeasurable { why, command: c.command }),
-        };
-        out.push(Claim {
-            id,
-            post: c.post,
-            says: c.says,
-            workload: workload.clone(),
-            metric,
-            a: c.a.into_inner(),
-            b: c.b.into_inner(),
-            published,
-            tolerance,
-            kind,
-            connections: c.connections.map(Spanned::into_inner),
-            db_rtt_ms: c.db_rtt_ms.map(Spanned::into_inner),
-            stands_in: c.stands_in,
-            unmeasurable,
-            line: at,
-        });
+        let claim = checked(text, c, &out)?;
+        out.push(claim);
     }
     if out.is_empty() {
         bail!("no [[claim]] in the ledger");
     }
     Ok(out)
+}
+
+/// One `[[claim]]` checked field by field against what compare measures (and against the claims before it,
+/// `earlier`, for its id); an error names the field's line and the claim.
+fn checked(text: &str, c: RawClaim, earlier: &[Claim]) -> anyhow::Result<Claim> {
+    let line = |s: &std::ops::Range<usize>| line_of(text, s.start);
+    let id = c.id.get_ref().trim().to_string();
+    let at = line(&c.id.span());
+    let fail = |field_line: usize, what: String| anyhow::anyhow!("line {field_line}: claim {id}: {what}");
+    if id.is_empty() {
+        return Err(fail(at, "an empty id".into()));
+    }
+    if let Some(first) = earlier.iter().find(|o| o.id == id) {
+        return Err(fail(at, format!("the id is already used on line {}", first.line)));
+    }
+    let workload = c.workload.get_ref();
+    if Workload::parse(workload).is_none() {
+        let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
+        return Err(fail(
+            line(&c.workload.span()),
+            format!("unknown workload {workload:?}; one of {}", names.join(", ")),
+        ));
+    }
+    for side in [&c.a, &c.b] {
+        if Runtime::parse(side.get_ref()).is_none() {
+            return Err(fail(line(&side.span()), format!("unknown runtime {:?}", side.get_ref())));
+        }
+    }
+    if c.a.get_ref() == c.b.get_ref() {
+        return Err(fail(line(&c.b.span()), "a and b name the same runtime".into()));
+    }
+    let Some(metric) = Metric::parse(c.metric.get_ref()) else {
+        let names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+        return Err(fail(
+            line(&c.metric.span()),
+            format!("unknown metric {:?}; one of {}", c.metric.get_ref(), names.join(", ")),
+        ));
+    };
+    let kind = kind_of(metric, c.kind.as_ref()).map_err(|(span, what)| fail(line(&span), what))?;
+    let measurable = c.measurable.unwrap_or(true);
+    let published = match (&c.published, measurable) {
+        (Some(p), _) if !(p.get_ref().is_finite() && *p.get_ref() > 0.0) => {
+            return Err(fail(line(&p.span()), "published must be a positive number".into()));
+        }
+        (Some(p), _) => Some(*p.get_ref()),
+        (None, true) => return Err(fail(at, "no published figure (the post's a ÷ b)".into())),
+        (None, false) => None,
+    };
+    let tolerance = match &c.tolerance {
+        Some(t) if !(t.get_ref().is_finite() && *t.get_ref() >= 1.0) => {
+            return Err(fail(line(&t.span()), "tolerance must be at least 1 (a factor either way)".into()));
+        }
+        Some(t) => *t.get_ref(),
+        None => DEFAULT_TOLERANCE,
+    };
+    if let Some(n) = &c.connections
+        && *n.get_ref() == 0
+    {
+        return Err(fail(line(&n.span()), "connections must be at least 1".into()));
+    }
+    if let Some(ms) = &c.db_rtt_ms
+        && !(ms.get_ref().is_finite() && *ms.get_ref() >= 0.0)
+    {
+        return Err(fail(line(&ms.span()), "db_rtt_ms must be a non-negative number".into()));
+    }
+    let unmeasurable = match (measurable, c.why) {
+        (true, _) => {
+            if c.command.is_some() {
+                return Err(fail(at, "command is for a claim with measurable = false".into()));
+            }
+            None
+        }
+        (false, None) => return Err(fail(at, "measurable = false needs why".into())),
+        (false, Some(why)) => Some(Unmeasurable { why, command: c.command }),
+    };
+    Ok(Claim {
+        id,
+        post: c.post,
+        says: c.says,
+        workload: workload.clone(),
+        metric,
+        a: c.a.into_inner(),
+        b: c.b.into_inner(),
+        published,
+        tolerance,
+        kind,
+        connections: c.connections.map(Spanned::into_inner),
+        db_rtt_ms: c.db_rtt_ms.map(Spanned::into_inner),
+        stands_in: c.stands_in,
+        unmeasurable,
+        line: at,
+    })
+}
+
+/// The kind of record a claim's metric is read from: the metric's own, or the `kind` the claim names, which
+/// the metric must be read from. An error: the field's span and what is wrong with it.
+fn kind_of(metric: Metric, kind: Option<&Spanned<String>>) -> Result<Kind, (std::ops::Range<usize>, String)> {
+    let Some(k) = kind else { return Ok(metric.kind()) };
+    let named = match k.get_ref().as_str() {
+        "closed" => Kind::Closed,
+        "open" => Kind::Open,
+        other => return Err((k.span(), format!("unknown kind {other:?}; closed or open"))),
+    };
+    if !metric.kinds().contains(&named) {
+        return Err((k.span(), format!("{} is not read from {} runs", metric.name(), k.get_ref())));
+    }
+    Ok(named)
 }
 
 #[cfg(test)]
