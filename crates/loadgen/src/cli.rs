@@ -550,7 +550,7 @@ impl ValueEnum for Pick {
 fn parse_cpus(raw: &str) -> Result<Vec<usize>, SettingsError> {
     oskit::cpu_list::parse_cpu_list(raw).map_err(|e| match e {
         CpuListError::Empty => SettingsError::EmptyCpuList { raw: raw.to_string() },
-        CpuListError::BadItem(_) => SettingsError::BadCpuList { raw: raw.to_string() },
+        CpuListError::BadItem(_) | CpuListError::TooHigh(_) => SettingsError::BadCpuList { raw: raw.to_string() },
     })
 }
 

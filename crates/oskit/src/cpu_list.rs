@@ -9,7 +9,13 @@ pub enum CpuListError {
     Empty,
     #[error("bad item {0:?} (a CPU or an ascending range; e.g. 1, 2-3, 0,2)")]
     BadItem(String),
+    #[error("CPU {0} is past any CPU Linux numbers (at most {MAX_CPU})")]
+    TooHigh(usize),
 }
+
+/// The highest CPU number taken: Linux numbers at most 8,192 CPUs (NR_CPUS), so anything past this is a typo,
+/// and refusing it keeps `0-4000000000` from expanding into a list of billions.
+pub const MAX_CPU: usize = 65_535;
 
 /// The CPUs of `text` in the order written, ranges expanded (`"0,2-3"` → `[0, 2, 3]`); spaces around items
 /// and around a range's dash are allowed.
@@ -25,6 +31,9 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, CpuListError> {
         let last: usize = last.trim().parse().map_err(|_| bad())?;
         if first > last {
             return Err(bad());
+        }
+        if last > MAX_CPU {
+            return Err(CpuListError::TooHigh(last));
         }
         cpus.extend(first..=last);
     }
@@ -50,6 +59,13 @@ mod tests {
         }
         assert_eq!(parse_cpu_list(""), Err(CpuListError::Empty));
         assert_eq!(parse_cpu_list("  "), Err(CpuListError::Empty));
+    }
+
+    #[test]
+    fn a_cpu_past_any_linux_numbers_is_refused_before_a_range_expands() {
+        assert_eq!(parse_cpu_list("0-4000000000"), Err(CpuListError::TooHigh(4_000_000_000)));
+        assert_eq!(parse_cpu_list("65536"), Err(CpuListError::TooHigh(65_536)));
+        assert_eq!(parse_cpu_list("65535").map(|c| c.len()), Ok(1));
     }
 
     #[test]

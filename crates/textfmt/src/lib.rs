@@ -4,5 +4,5 @@ pub mod duration;
 pub mod thousands;
 pub mod xml;
 
-pub use duration::parse_duration;
+pub use duration::{DurationError, parse_duration};
 pub use thousands::{group_digits, thousands, thousands_rounded};
