@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loadgen capacity, reproduced: metadata-rs (SQLite + Redis cache, one worker on core 0) searched N times in a
 # row for the highest open-loop rate with p99 within an objective, loadgen on core 1 with Redis; each search's
-# JSON and a Markdown summary go to bench/results/<UTC stamp>-<host>-capacity.{md,json}.
+# JSON and a Markdown summary go to bench/results/<UTC stamp>/<UTC stamp>-<host>-capacity.{md,json}.
 #   bash bench/capacity.sh                   # 3 searches at p99 <= 10ms, 128 connections
 #   P99=5ms RUNS=5 CONNECTIONS=64 bash bench/capacity.sh
 #   REDIS=0 bash bench/capacity.sh           # SQLite only: no cache, so no cache entries expiring mid-search
@@ -63,7 +63,8 @@ if [ "$warm" != 0 ]; then
 fi
 
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
-out="$repo/bench/results/$stamp-$(hostname)-capacity"
+mkdir -p "$repo/bench/results/$stamp"
+out="$repo/bench/results/$stamp/$stamp-$(hostname)-capacity"
 {
   echo "# loadgen capacity on metadata-rs"
   echo

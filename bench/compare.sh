@@ -7,7 +7,7 @@
 #   bash bench/compare.sh --quick               # a smoke run of a few minutes
 #   bash bench/compare.sh --workloads metadata --runtimes rust,bun
 #   bash bench/compare.sh --help                # every flag
-# Results: bench/results/<UTC time>-<host>.{jsonl,md} and one SVG per workload.
+# Results: bench/results/<UTC time>/<UTC time>-<host>.{jsonl,md,html} and one SVG per workload.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"

@@ -11,7 +11,7 @@
 #   LOADGEN_ARGS="--http2 --streams 16" adds loadgen flags to both runs (HTTP/2 by prior knowledge here).
 #   TOP=20 adds each server's 20 costliest functions (their own instructions per response, round 1) to the
 #   summary: the profile of where a response's user-space work goes.
-# Results: bench/results/<UTC stamp>-<host>-instructions.{md,tsv}. The counts are user-space instructions of
+# Results: bench/results/<UTC stamp>/<UTC stamp>-<host>-instructions.{md,tsv}. The counts are user-space instructions of
 # the server process (callgrind does not see the kernel), so a change that moves work into or out of syscalls
 # shows only its user-space half; pair this with `strace -c` for the syscalls.
 set -euo pipefail
@@ -93,7 +93,8 @@ total_instructions() { # the dump's "totals:" line holds Ir, the only event coll
 
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 host="$(hostname -s)"
-out="$repo/bench/results/$stamp-$host-instructions"
+mkdir -p "$repo/bench/results/$stamp"
+out="$repo/bench/results/$stamp/$stamp-$host-instructions"
 printf 'round\tlabel\tresponses\tinstructions\tinstructions_per_response\n' > "$out.tsv"
 for round in $(seq 1 "$rounds"); do
   for i in "${!labels[@]}"; do

@@ -354,13 +354,12 @@ pub fn command(args: &ImagesArgs) -> ExitCode {
         ImagesReport { command: std::env::args().collect(), started_at, machine, engine: engine_text, results };
     let text = render(&report);
     print!("{text}");
-    let dir = paths::results_dir(&repo, &cwd, args.out_dir.as_deref());
-    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-    let stem = dir.join(format!("{stamp}-{}-images", report.machine.hostname));
+    let folder = paths::ResultFolder::now(&paths::results_dir(&repo, &cwd, args.out_dir.as_deref()));
+    let stem = folder.file(&report.machine.hostname, "-images");
     let written =
-        std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(stem.with_extension("md"), &text)).and_then(|()| {
-            std::fs::write(stem.with_extension("json"), serde_json::to_vec_pretty(&report).unwrap_or_default())
-        });
+        std::fs::create_dir_all(&folder.dir).and_then(|()| std::fs::write(stem.with_extension("md"), &text)).and_then(
+            |()| std::fs::write(stem.with_extension("json"), serde_json::to_vec_pretty(&report).unwrap_or_default()),
+        );
     match written {
         Ok(()) => eprintln!("compare images: wrote {}.md and .json", stem.display()),
         Err(e) => eprintln!("compare images: writing {}: {e}", stem.display()),

@@ -3,8 +3,9 @@
 //! measurement rules: every runtime must answer the probe set exactly as rust does before it is timed;
 //! runs are interleaved round by round; server CPU per response comes from /proc over the whole process tree;
 //! any non-2xx or socket error voids a run. One JSON record per run is appended to
-//! `bench/results/<UTC stamp>-<hostname>.jsonl` (schemas/compare/record.schema.json), and a Markdown summary
-//! plus an SVG per workload are written next to it, with the same summary as one self-contained HTML page.
+//! `bench/results/<UTC stamp>/<UTC stamp>-<hostname>.jsonl` (schemas/compare/record.schema.json; one folder
+//! per run), and a Markdown summary plus an SVG per workload are written next to it, with the same summary as
+//! one self-contained HTML page.
 //!
 //! How a comparison flows, folder by folder (crates/compare/README.md draws the same map):
 //!
@@ -35,7 +36,7 @@
 //! bash bench/setup.sh && bash scripts/install-test-deps.sh
 //! target/release/compare --quick                       # a smoke run of every workload
 //! target/release/compare --workloads hello-bare,metadata --runtimes rust,bun
-//! target/release/compare report bench/results/*.jsonl  # re-render the summary
+//! target/release/compare report bench/results/*/*.jsonl  # re-render the summary
 //! ```
 
 pub mod calibrate;

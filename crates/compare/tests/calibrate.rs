@@ -164,7 +164,7 @@ fn quick_calibration(args: &[&str]) -> (i32, String) {
     let stderr = String::from_utf8_lossy(&run.stderr);
     let code = run.status.code().unwrap_or(-1);
     assert!(matches!(code, 0 | 1), "compare calibrate exited {}:\n{stdout}\n{stderr}", run.status);
-    let files: Vec<_> = std::fs::read_dir(out.path()).expect("out dir").flatten().map(|e| e.path()).collect();
+    let files = common::result_files(out.path());
     assert_eq!(files.len(), 1, "{files:?}");
     let name = files[0].file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     assert!(name.ends_with("-calibrate.md"), "{name}");

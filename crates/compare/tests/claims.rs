@@ -18,7 +18,7 @@ fn repo() -> PathBuf {
 fn headline_runs() -> Vec<PathBuf> {
     ["20261204T205702Z-vm.jsonl", "20261204T235505Z-vm.jsonl"]
         .iter()
-        .map(|f| repo().join("bench/results").join(f))
+        .map(|f| repo().join("bench/results").join(f.split('-').next().expect("stamp")).join(f))
         .collect()
 }
 

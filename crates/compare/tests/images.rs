@@ -20,7 +20,7 @@ fn without_an_engine_nothing_is_measured_and_it_says_so() {
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert_eq!(run.status.code(), Some(2), "{stdout}");
     assert!(stdout.contains("No container engine here (neither Docker nor podman answered), so image size"));
-    let md: Vec<_> = std::fs::read_dir(out.path()).expect("out dir").flatten().map(|e| e.path()).collect();
+    let md: Vec<_> = common::result_files(out.path());
     assert_eq!(md.len(), 2, "the .md and the .json: {md:?}");
 }
 

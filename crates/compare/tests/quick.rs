@@ -44,7 +44,7 @@ fn quick_comparison_of_every_workload() {
     // Missing Bun/Node or PostgreSQL/Redis: compare's own message names the install step.
     assert!(run.status.success(), "compare --quick failed ({}):\n{stderr}", run.status);
 
-    let files: Vec<_> = std::fs::read_dir(out.path()).expect("out dir").flatten().map(|e| e.path()).collect();
+    let files: Vec<_> = common::result_files(out.path());
     let jsonl: Vec<_> = files.iter().filter(|p| p.extension().is_some_and(|x| x == "jsonl")).cloned().collect();
     assert_eq!(jsonl.len(), 1, "{files:?}");
     let md = jsonl[0].with_extension("md");

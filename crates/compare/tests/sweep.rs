@@ -21,7 +21,7 @@ fn a_sweep_runs_every_runtime_at_every_count_and_reports_them() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "compare failed ({}):\n{stderr}", run.status);
 
-    let files: Vec<_> = std::fs::read_dir(out.path()).expect("out dir").flatten().map(|e| e.path()).collect();
+    let files: Vec<_> = common::result_files(out.path());
     let jsonl = files.iter().find(|p| p.extension().is_some_and(|x| x == "jsonl")).expect("records").clone();
     let recs = records::read_jsonl(std::slice::from_ref(&jsonl)).expect("records");
     let mut rates = Vec::new();

@@ -57,7 +57,7 @@ struct PathEntry {
 }
 
 /// The table's hasher: foldhash hashes a short path in a fraction of SipHash's instructions (the route lookup's
-/// hash was about 100 instructions of a hello response's 7,000, bench/results/20261204T1615Z-write-path.md).
+/// hash was about 100 instructions of a hello response's 7,000, bench/results/20261204T1615Z/20261204T1615Z-write-path.md).
 /// The table is built once at start-up and only read, so a request cannot grow a chain the way HashDoS does.
 type PathHasher = foldhash::fast::RandomState;
 

@@ -330,7 +330,7 @@ impl Drop for InFlight {
 /// sent with one `send`; larger ones go to `writev` as they are. The kernel charges a `writev` of two iovecs
 /// about 350 ns more than a `send` of the same bytes, while copying 8 KiB costs less than that; from 16 KiB on
 /// the copy costs as much or more (measured: `cargo run --release -p serve --example write_cost`,
-/// bench/results/20261204T1615Z-write-path.md). hyper's own flattening (`writev(false)`) would copy every body,
+/// bench/results/20261204T1615Z/20261204T1615Z-write-path.md). hyper's own flattening (`writev(false)`) would copy every body,
 /// a 100 KB file too, into a per-connection buffer that keeps its size.
 const COALESCE_MAX: usize = 8 * 1024;
 

@@ -34,7 +34,7 @@ use clap::Args;
 use crate::calibrate::agreement::{Loader, LoaderRun, ServerResult, exit_code, order};
 use crate::calibrate::calibration::Calibration;
 use crate::measure_flags::{self, Defaults, MeasureArgs};
-use crate::plan::paths::Paths;
+use crate::plan::paths::{Paths, ResultFolder};
 use crate::plan::prerequisites;
 use crate::plan::probe;
 use crate::plan::runtimes::Runtime;
@@ -546,8 +546,8 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
     let reference_bin = reference_binary(cfg.reference)?;
     let machine = records::machine_info();
     let started_at = records::now_rfc3339();
-    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-    let md = cfg.out_dir.join(format!("{stamp}-{}-calibrate.md", machine.hostname));
+    let folder = ResultFolder::now(&cfg.out_dir);
+    let md = folder.file(&machine.hostname, "-calibrate.md");
     let work = process::work_dir("compare-calibrate-").context("temp dir")?;
     let mut with_certs = cfg.clone();
     if cfg.tls {
@@ -589,7 +589,7 @@ pub fn calibrate(cfg: &Config) -> anyhow::Result<(Calibration, PathBuf)> {
         path: PATH,
         results,
     };
-    std::fs::create_dir_all(&cfg.out_dir).with_context(|| format!("creating {}", cfg.out_dir.display()))?;
+    std::fs::create_dir_all(&folder.dir).with_context(|| format!("creating {}", folder.dir.display()))?;
     std::fs::write(&md, calibration::render(&calibration)).with_context(|| format!("writing {}", md.display()))?;
     Ok((calibration, md))
 }

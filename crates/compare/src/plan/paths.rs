@@ -120,6 +120,28 @@ pub fn results_dir(repo: &Path, cwd: &Path, given: Option<&Path>) -> PathBuf {
     given.map_or_else(|| repo.join("bench/results"), |d| cwd.join(d))
 }
 
+/// A new result's UTC stamp and its own folder, `<results dir>/<stamp>/`. Everything one run, calibration or
+/// image check writes goes there (its .jsonl, .md, .html and SVGs together), and each file keeps its
+/// `<stamp>-<host>…` name, so a file copied out of its folder still says which run made it.
+#[derive(Debug, Clone)]
+pub struct ResultFolder {
+    pub stamp: String,
+    pub dir: PathBuf,
+}
+
+impl ResultFolder {
+    /// The folder for a result started now; created when the first file is written, not here.
+    pub fn now(results_dir: &Path) -> ResultFolder {
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+        ResultFolder { dir: results_dir.join(&stamp), stamp }
+    }
+
+    /// `<folder>/<stamp>-<host><suffix>`: `suffix` is e.g. ".jsonl" or "-calibrate.md".
+    pub fn file(&self, host: &str, suffix: &str) -> PathBuf {
+        self.dir.join(format!("{}-{host}{suffix}", self.stamp))
+    }
+}
+
 /// The default bin dir: `$CARGO_TARGET_DIR/release`, else `<repo>/target/release`, as cargo (and
 /// bench/setup.sh) build them.
 pub fn default_bin_dir(repo: &Path, cargo_target_dir: Option<&Path>) -> PathBuf {

@@ -6,7 +6,8 @@ use crate::settings::{Config, Soak};
 
 /// A measured run's time beyond its warmup and window: the fresh server's start, settling, priming and
 /// loadgen's exit. The median gap between consecutive run starts in the recorded default runs
-/// (bench/results/20261130T021959Z-vm, 20261130T001642Z-vm, 20261204T073025Z-vm) was warmup + duration + 0.6 s.
+/// (20261130T021959Z-vm, 20261130T001642Z-vm, 20261204T073025Z-vm in bench/results) was warmup + duration
+/// + 0.6 s.
 const RUN_OVERHEAD_S: f64 = 0.7;
 
 /// Estimated seconds per step, for the progress bar.

@@ -30,7 +30,7 @@ use anyhow::{Context, bail};
 use loadgen::open_files::{self, Outcome};
 
 use crate::plan::dataset::MetadataData;
-use crate::plan::paths::Paths;
+use crate::plan::paths::{Paths, ResultFolder};
 use crate::plan::prerequisites;
 use crate::plan::runtimes::Runtime;
 use crate::plan::server_spec;
@@ -122,8 +122,9 @@ fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     if let Outcome::Raised { from, to } = open_files::ensure(needed, most as usize)? {
         eprintln!("compare: open-file limit raised from {from} to {to} for every server and loader (needed {needed})");
     }
-    let meta = run_meta(cfg, provenance);
-    let jsonl = cfg.out_dir.join(format!("{}.jsonl", meta.run_id));
+    let folder = ResultFolder::now(&cfg.out_dir);
+    let meta = run_meta(cfg, &folder, provenance);
+    let jsonl = folder.file(&meta.machine.hostname, ".jsonl");
     let md = jsonl.with_extension("md");
     let sink = Sink::create(&jsonl)?;
     eprintln!("compare: recording to {}", jsonl.display());
@@ -217,11 +218,10 @@ fn measure(cfg: &Config, prepared: Prepared) -> anyhow::Result<Finished> {
 
 /// What every record of this run carries: its id (UTC stamp and host), the command, the machine, the layout,
 /// where its binaries came from.
-fn run_meta(cfg: &Config, provenance: Provenance) -> RunMeta {
+fn run_meta(cfg: &Config, folder: &ResultFolder, provenance: Provenance) -> RunMeta {
     let machine = records::machine_info();
-    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     RunMeta {
-        run_id: format!("{stamp}-{}", machine.hostname),
+        run_id: format!("{}-{}", folder.stamp, machine.hostname),
         command: cfg.command.clone(),
         machine,
         layout: records::Layout {

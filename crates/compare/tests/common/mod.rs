@@ -83,14 +83,22 @@ pub fn voids(recs: &[compare::records::Record], workload: &str, runtime: &str) -
         .collect()
 }
 
-/// The JSONL record files compare wrote into `dir`.
-pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .expect("out dir")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect()
+/// The files of the one result folder compare wrote into `out_dir` (`<out_dir>/<UTC stamp>/`); fails when
+/// anything else is there.
+pub fn result_files(out_dir: &Path) -> Vec<PathBuf> {
+    let list = |dir: &Path| -> Vec<PathBuf> {
+        let mut files: Vec<_> = std::fs::read_dir(dir).expect("out dir").flatten().map(|e| e.path()).collect();
+        files.sort();
+        files
+    };
+    let folders = list(out_dir);
+    assert!(folders.len() == 1 && folders[0].is_dir(), "one stamped folder in {}: {folders:?}", out_dir.display());
+    list(&folders[0])
+}
+
+/// The JSONL record files compare wrote into `out_dir`'s result folder.
+pub fn jsonl_files(out_dir: &Path) -> Vec<PathBuf> {
+    result_files(out_dir).into_iter().filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect()
 }
 
 /// A real HTTP/1.1 server (Python's standard library, keep-alive, a thread per connection) that answers

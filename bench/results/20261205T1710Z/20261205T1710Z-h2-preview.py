@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""(Run from the repository root as `ROUNDS=3 D=5 python3 bench/results/20261205T1710Z-h2-preview.py`; it wants
+"""(Run from the repository root as `ROUNDS=3 D=5 python3 bench/results/20261205T1710Z/20261205T1710Z-h2-preview.py`; it wants
 /tmp/h2/cert.pem and key.pem, a self-signed P-256 pair for 127.0.0.1, made with `openssl req -x509 -newkey ec
 -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout key.pem -out cert.pem -subj /CN=localhost -days 2 -addext
 subjectAltName=DNS:localhost,IP:127.0.0.1`, and release builds of flight-rs and loadgen.)
