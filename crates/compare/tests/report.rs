@@ -89,9 +89,11 @@ fn summary_from_the_fixture() {
 }
 
 #[test]
-fn report_subcommand_rerenders_markdown_and_svg() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let md = dir.path().join("again.md");
+fn report_subcommand_rerenders_markdown_and_svg_into_a_new_folder() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    // A report of its own gets a folder of its own (bench/results/<date>-<subject>/): made if missing.
+    let dir = tmp.path().join("20261205-subject");
+    let md = dir.join("again.md");
     let out =
         Command::new(common::compare_exe()).arg("report").arg(fixture()).arg("--out").arg(&md).output().expect("run");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -99,7 +101,7 @@ fn report_subcommand_rerenders_markdown_and_svg() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), written, "stdout is the file");
     let records = records::read_jsonl(&[fixture()]).expect("fixture records");
     assert_eq!(written, report::render(&records, Some(&md), &report::Options::default()));
-    let svg = std::fs::read_to_string(dir.path().join("again-hello-bare.svg")).expect("svg written");
+    let svg = std::fs::read_to_string(dir.join("again-hello-bare.svg")).expect("svg written");
     assert!(svg.contains("<svg") && svg.contains("rust"), "{svg}");
 }
 

@@ -334,6 +334,10 @@ pub fn write_outputs(records: &[Record], md: &Path, opts: &Options) -> anyhow::R
     let all = judged.as_slice();
     let headline = crate::report::sweep::headline(all);
     let records = headline.as_slice();
+    // `report --out bench/results/<date>-<subject>/….md` names a folder of its own: made here, as a run's is.
+    if let Some(dir) = md.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     std::fs::write(md, &text).with_context(|| format!("writing {}", md.display()))?;
     // (file name, SVG text) of every chart written, for the HTML page.
     let mut svgs: Vec<(String, String)> = Vec::new();
