@@ -44,6 +44,14 @@ pub enum Cmd {
     Calibrate(crate::calibrate::CalibrateArgs),
     /// Container image size and start time of docker-compose.yml's images, with the local Docker engine
     Images(crate::images::ImagesArgs),
+    /// Export runs' closed-loop medians as JSON another tool reads: Bencher Metric Format (`--format bmf`)
+    ///
+    /// One benchmark per cell, keyed workload/runtime (`hello-bare/rust`), with the measures cpu_us_per_resp,
+    /// req_per_s, p99_ms and rss_peak_mib: each the median over the cell's valid closed-loop rounds (at the
+    /// workload's headline connection count and round trip, as `compare report` reads them) as `value`, their
+    /// min and max as `lower_value` and `upper_value`. A measure no round measured is left out; a cell with no
+    /// valid closed-loop round is left out and named on stderr. The JSON goes to stdout.
+    Export(crate::export::ExportArgs),
     /// Internal: the reaper compare starts for itself (kills compare's children if compare dies)
     #[command(hide = true)]
     Reap,
