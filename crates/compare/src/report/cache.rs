@@ -78,17 +78,10 @@ pub fn table(out: &mut String, records: &[Record], workload: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::{CacheSeen, RunMeta};
+    use crate::records::{CacheSeen, test_record};
 
     fn run(rt: &str, round: u32, hits: u64, misses: u64) -> Record {
-        let meta = RunMeta {
-            run_id: "r".into(),
-            command: vec![],
-            machine: crate::records::machine_info(),
-            layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
-            provenance: None,
-        };
-        let mut r = Record::new(&meta, "metadata-cached", rt, None, Kind::Closed, round);
+        let mut r = test_record("metadata-cached", rt, Kind::Closed, round);
         r.cache = Some(CacheSeen { hits, misses });
         r.requests = Some(hits + misses);
         r

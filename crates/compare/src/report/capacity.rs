@@ -197,17 +197,10 @@ pub fn summary_line(rec: &Record) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::{CapacityFound, RunMeta};
+    use crate::records::{CapacityFound, test_record};
 
     fn search(rt: &str, round: u32, rps: Option<f64>, loader_bound: bool) -> Record {
-        let meta = RunMeta {
-            run_id: "r".into(),
-            command: vec!["compare".into()],
-            machine: crate::records::machine_info(),
-            layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
-            provenance: None,
-        };
-        let mut r = Record::new(&meta, "hello-bare", rt, None, Kind::Capacity, round);
+        let mut r = test_record("hello-bare", rt, Kind::Capacity, round);
         r.capacity = Some(CapacityFound {
             objective_p99_us: 10_000,
             start_rps: 1000.0,

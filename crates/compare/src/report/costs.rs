@@ -84,17 +84,10 @@ pub fn table(out: &mut String, records: &[Record], workload: &str, reference: &s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::{Layout, Machine, RunMeta};
+    use crate::records::test_record;
 
     fn rec(rt: &str, round: u32, cpu: f64, kernel_pct: f64, pg: Option<f64>) -> Record {
-        let meta = RunMeta {
-            run_id: "t".into(),
-            command: vec![],
-            machine: Machine { hostname: "h".into(), cpus: 2, cpu_model: None, kernel: "k".into() },
-            layout: Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
-            provenance: None,
-        };
-        let mut r = Record::new(&meta, "notes-read", rt, None, Kind::Closed, round);
+        let mut r = test_record("notes-read", rt, Kind::Closed, round);
         (r.server_cpu_us_per_resp, r.server_kernel_pct, r.postgres_cpu_us_per_resp) = (Some(cpu), Some(kernel_pct), pg);
         r.redis_cpu_us_per_resp = pg.map(|_| 1.0);
         r

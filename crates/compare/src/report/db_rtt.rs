@@ -116,7 +116,7 @@ pub fn section(out: &mut String, records: &[Record], w: &str, reference: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::RunMeta;
+    use crate::records::test_record;
 
     #[test]
     fn the_pool_sets_the_ceiling_where_it_runs_one_query_at_a_time() {
@@ -125,15 +125,8 @@ mod tests {
         assert_eq!(pool_ceiling(peers, 40.0, 2), Some(125.0));
         assert_eq!(pool_ceiling(DbPool { connections: 1, pipelined: true }, 10.0, 1), None);
 
-        let meta = RunMeta {
-            run_id: "r".into(),
-            command: vec![],
-            machine: crate::records::machine_info(),
-            layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
-            provenance: None,
-        };
         let run = |rt: &str, rtt: f64, rps: f64, pool: DbPool| {
-            let mut r = Record::new(&meta, "ladder-postgres", rt, None, Kind::Closed, 1);
+            let mut r = test_record("ladder-postgres", rt, Kind::Closed, 1);
             (r.db_rtt_ms, r.req_per_s, r.connections, r.db_pool) = (Some(rtt), Some(rps), Some(256), Some(pool));
             r
         };

@@ -101,20 +101,13 @@ pub fn ladder_points(records: &[Record]) -> (Vec<String>, Vec<charts::LadderPoin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::RunMeta;
+    use crate::records::test_record;
     use crate::report::{Options, render};
 
     #[test]
     fn ladder_table_and_points() {
-        let meta = RunMeta {
-            run_id: "r".into(),
-            command: vec!["compare".into()],
-            machine: crate::records::machine_info(),
-            layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
-            provenance: None,
-        };
         let closed = |w: &str, rt: &str, rps: f64, cpu: f64| {
-            let mut r = Record::new(&meta, w, rt, None, Kind::Closed, 1);
+            let mut r = test_record(w, rt, Kind::Closed, 1);
             (r.req_per_s, r.server_cpu_us_per_resp) = (Some(rps), Some(cpu));
             r
         };

@@ -377,6 +377,7 @@ pub fn charts(records: &[Record], workload: &str) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::test_record;
 
     fn series(n: usize, every_s: f64, rss: impl Fn(f64) -> f64) -> Vec<(f64, f64)> {
         (1..=n).map(|i| i as f64 * every_s).map(|t| (t, rss(t))).collect()
@@ -384,20 +385,13 @@ mod tests {
 
     #[test]
     fn windows_behind_the_rate_are_counted_and_said() {
-        let meta = crate::records::RunMeta {
-            run_id: "r".into(),
-            command: vec!["compare".into()],
-            machine: crate::records::machine_info(),
-            layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
-            provenance: None,
-        };
         // Ten 5 s windows at 300 req/s; two served 100 and 260 req/s, one 285 (within 90%: not behind).
         let served = [1500, 1500, 500, 1300, 1425, 1500, 1500, 1500, 1500, 1499];
         let records: Vec<Record> = served
             .iter()
             .enumerate()
             .map(|(i, &n)| {
-                let mut r = Record::new(&meta, "notes-write", "rust", None, Kind::Soak, 1);
+                let mut r = test_record("notes-write", "rust", Kind::Soak, 1);
                 (r.rate, r.duration_s, r.requests, r.elapsed_s) =
                     (Some(300.0), Some(5.0), Some(n), Some(5.0 * (i + 1) as f64));
                 (r.server_cpu_us_per_resp, r.rss_after_kib) = (Some(100.0), Some(10_240));
@@ -422,16 +416,9 @@ mod tests {
 
     #[test]
     fn a_check_void_with_a_log_tail_stays_in_its_row() {
-        let meta = crate::records::RunMeta {
-            run_id: "r".into(),
-            command: vec!["compare".into()],
-            machine: crate::records::machine_info(),
-            layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
-            provenance: None,
-        };
-        let mut soaked = Record::new(&meta, "metadata", "rust", None, Kind::Soak, 1);
+        let mut soaked = test_record("metadata", "rust", Kind::Soak, 1);
         (soaked.rate, soaked.duration_s, soaked.requests) = (Some(300.0), Some(5.0), Some(1500));
-        let mut void = Record::new(&meta, "metadata", "node", None, Kind::Check, 0);
+        let mut void = test_record("metadata", "node", Kind::Check, 0);
         void.void_because("node exited before answering\n    | Error: listen EADDRINUSE\n    | at a|b");
         let mut md = String::new();
         section(&mut md, &[soaked, void], None);

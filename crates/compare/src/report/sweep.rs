@@ -291,32 +291,21 @@ pub fn charts(records: &[Record], md: &Path) -> Vec<(PathBuf, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::{LatencyUs, RunMeta};
-
-    fn meta() -> RunMeta {
-        RunMeta {
-            run_id: "r".into(),
-            command: vec!["compare".into()],
-            machine: crate::records::machine_info(),
-            layout: crate::records::Layout { server_cores: "0".into(), loader_cores: "1".into(), db_cores: "1".into() },
-            provenance: None,
-        }
-    }
+    use crate::records::{LatencyUs, test_record};
 
     /// hello-bare swept over 16, 64 and 256 connections: rust twice bun's req/s at every count, both tails
     /// growing with the count.
     fn sweep() -> Vec<Record> {
-        let meta = meta();
         let mut records = Vec::new();
         for round in 1..=2 {
             for c in [16, 64, 256] {
                 for (rt, rps) in [("rust", 100_000.0), ("bun", 50_000.0)] {
-                    let mut r = Record::new(&meta, "hello-bare", rt, None, Kind::Closed, round);
+                    let mut r = test_record("hello-bare", rt, Kind::Closed, round);
                     r.connections = Some(c);
                     (r.req_per_s, r.server_cpu_us_per_resp) = (Some(rps), Some(1e6 / rps));
                     r.latency_us = Some(LatencyUs { p50: 100, p95: None, p99: 200, p999: 300, max: 400 });
                     records.push(r);
-                    let mut r = Record::new(&meta, "hello-bare", rt, None, Kind::Open, round);
+                    let mut r = test_record("hello-bare", rt, Kind::Open, round);
                     r.connections = Some(c);
                     (r.rate, r.rate_achieved) = (Some(20_000.0), Some(20_000.0));
                     let p999 = if rt == "rust" { u64::from(c) * 10 } else { u64::from(c) * 40 };
@@ -325,7 +314,7 @@ mod tests {
                 }
             }
         }
-        let mut check = Record::new(&meta, "hello-bare", "rust", None, Kind::Check, 0);
+        let mut check = test_record("hello-bare", "rust", Kind::Check, 0);
         check.connections = Some(64);
         records.push(check);
         records
