@@ -2,7 +2,7 @@
 
 use std::fmt::{self, Write};
 
-use super::svg::{Axis, CHAR_W, WIDTH, colors, esc, legend_layout, measured, no_data, open_svg, thousands};
+use super::svg::{CHAR_W, Plot, WIDTH, colors, esc, legend_layout, measured, open_svg, thousands};
 
 /// One runtime's value (req/s, a latency…) at one step of a ladder (rungs, connections…).
 #[derive(Debug, Clone, PartialEq)]
@@ -143,22 +143,13 @@ fn render_ladder(title: &str, unit: &str, steps: &[String], points: &[LadderPoin
         writeln!(out, r#"<text x="{text_x:.1}" y="{ly:.1}" font-size="13">{}</text>"#, esc(rt))?;
     }
 
+    let plot = Plot { left: LEFT, right: WIDTH - RIGHT, top: plot_top, bottom: plot_bottom };
     let max = series.iter().flatten().flatten().copied().fold(0.0, f64::max);
     // The y axis: the same tick logic as the bar charts, turned upright (value 0 at the bottom).
-    let axis = Axis::new(max, 0.0, plot_bottom - plot_top);
-    let y_of = |v: f64| plot_bottom - axis.x(v);
-    for &tick in &axis.ticks {
-        let y = y_of(tick);
-        write!(out, r##"<path d="M{LEFT:.1} {y:.1}H{:.1}" stroke="#e3e3e3"/>"##, WIDTH - RIGHT)?;
-        let (label_x, label_y) = (LEFT - 8.0, y + 4.0);
-        write!(out, r##"<text x="{label_x:.1}" y="{label_y:.1}" font-size="12" text-anchor="end" fill="#444">"##)?;
-        writeln!(out, "{}</text>", esc(&axis.label(tick)))?;
-    }
-    writeln!(
-        out,
-        r##"<path d="M{LEFT:.1} {plot_top:.1}V{plot_bottom:.1}H{:.1}" stroke="#888" fill="none"/>"##,
-        WIDTH - RIGHT
-    )?;
+    let axis = plot.y_axis(max);
+    let y_of = |v: f64| plot.y(&axis, v);
+    plot.y_grid(&mut out, &axis)?;
+    plot.axes(&mut out)?;
 
     let x_of = |i: usize| {
         if steps.len() <= 1 {
@@ -172,11 +163,7 @@ fn render_ladder(title: &str, unit: &str, steps: &[String], points: &[LadderPoin
     for ((rt, values), color) in runtimes.iter().zip(&series).zip(&palette) {
         ladder_line(&mut out, (rt, unit), values, color, steps, &x_of, &y_of)?;
     }
-    if runtimes.is_empty() || steps.is_empty() {
-        no_data(&mut out, (LEFT + WIDTH - RIGHT) / 2.0, (plot_top + plot_bottom) / 2.0)?;
-    }
-    out.push_str("</svg>\n");
-    Ok(out)
+    plot.finish(out, runtimes.is_empty() || steps.is_empty())
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::fmt::{self, Write};
 
-use super::svg::{Axis, WIDTH, colors, esc, legend_layout, measured, no_data, open_svg};
+use super::svg::{Axis, Plot, WIDTH, colors, esc, legend_layout, measured, open_svg};
 
 /// One line of a time-series chart: `(x, y)` points in x order.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,20 +37,11 @@ fn render_lines(title: &str, x_unit: &str, series: &[Series]) -> Result<String, 
     let ok = |(x, y): &(f64, f64)| measured(*x).is_some() && measured(*y).is_some();
     let max_x = series.iter().flat_map(|s| &s.points).filter(|p| ok(p)).map(|p| p.0).fold(0.0, f64::max);
     let max_y = series.iter().flat_map(|s| &s.points).filter(|p| ok(p)).map(|p| p.1).fold(0.0, f64::max);
-    let y_axis = Axis::new(max_y, 0.0, plot_bottom - plot_top);
+    let plot = Plot { left: LEFT, right: WIDTH - RIGHT, top: plot_top, bottom: plot_bottom };
+    let y_axis = plot.y_axis(max_y);
     let x_axis = Axis::new(max_x, LEFT, WIDTH - RIGHT);
-    let y_of = |v: f64| plot_bottom - y_axis.x(v);
-    for &tick in &y_axis.ticks {
-        let y = y_of(tick);
-        write!(out, r##"<path d="M{LEFT:.1} {y:.1}H{:.1}" stroke="#e3e3e3"/>"##, WIDTH - RIGHT)?;
-        write!(
-            out,
-            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#444">"##,
-            LEFT - 8.0,
-            y + 4.0
-        )?;
-        writeln!(out, "{}</text>", esc(&y_axis.label(tick)))?;
-    }
+    let y_of = |v: f64| plot.y(&y_axis, v);
+    plot.y_grid(&mut out, &y_axis)?;
     for &tick in &x_axis.ticks {
         let x = x_axis.x(tick);
         write!(
@@ -67,11 +58,7 @@ fn render_lines(title: &str, x_unit: &str, series: &[Series]) -> Result<String, 
         plot_bottom + 38.0,
         esc(x_unit)
     )?;
-    writeln!(
-        out,
-        r##"<path d="M{LEFT:.1} {plot_top:.1}V{plot_bottom:.1}H{:.1}" stroke="#888" fill="none"/>"##,
-        WIDTH - RIGHT
-    )?;
+    plot.axes(&mut out)?;
     for (s, color) in series.iter().zip(&palette) {
         let mut d = String::new();
         let mut joined = false;
@@ -91,11 +78,7 @@ fn render_lines(title: &str, x_unit: &str, series: &[Series]) -> Result<String, 
             )?;
         }
     }
-    if series.iter().all(|s| !s.points.iter().any(ok)) {
-        no_data(&mut out, (LEFT + WIDTH - RIGHT) / 2.0, (plot_top + plot_bottom) / 2.0)?;
-    }
-    out.push_str("</svg>\n");
-    Ok(out)
+    plot.finish(out, series.iter().all(|s| !s.points.iter().any(ok)))
 }
 
 #[cfg(test)]

@@ -80,9 +80,56 @@ pub(super) fn legend_layout<'a>(names: impl Iterator<Item = &'a str>, right: f64
     (legend, ly)
 }
 
-/// "no data" centred at (x, y): an empty plot says so rather than showing bare axes.
-pub(super) fn no_data(out: &mut String, x: f64, y: f64) -> fmt::Result {
-    writeln!(out, r##"<text x="{x:.1}" y="{y:.1}" font-size="14" text-anchor="middle" fill="#777">no data</text>"##)
+/// The plot area of a line chart (a ladder's steps, a time series): from `left` to `right` across, values
+/// growing upwards from 0 at `bottom` to the y axis's top at `top`.
+pub(super) struct Plot {
+    pub(super) left: f64,
+    pub(super) right: f64,
+    pub(super) top: f64,
+    pub(super) bottom: f64,
+}
+
+impl Plot {
+    /// A linear y axis from 0 to a round number above `max`, over the plot's height.
+    pub(super) fn y_axis(&self, max: f64) -> Axis {
+        Axis::new(max, 0.0, self.bottom - self.top)
+    }
+
+    /// Where `v` sits on `axis` (one made by [`Plot::y_axis`]): 0 at the bottom.
+    pub(super) fn y(&self, axis: &Axis, v: f64) -> f64 {
+        self.bottom - axis.x(v)
+    }
+
+    /// A light line across the plot at each of `axis`'s ticks, its value to the left of the plot.
+    pub(super) fn y_grid(&self, out: &mut String, axis: &Axis) -> fmt::Result {
+        for &tick in &axis.ticks {
+            let y = self.y(axis, tick);
+            write!(out, r##"<path d="M{:.1} {y:.1}H{:.1}" stroke="#e3e3e3"/>"##, self.left, self.right)?;
+            let (label_x, label_y) = (self.left - 8.0, y + 4.0);
+            write!(out, r##"<text x="{label_x:.1}" y="{label_y:.1}" font-size="12" text-anchor="end" fill="#444">"##)?;
+            writeln!(out, "{}</text>", esc(&axis.label(tick)))?;
+        }
+        Ok(())
+    }
+
+    /// The axes: up the plot's left side and along its bottom.
+    pub(super) fn axes(&self, out: &mut String) -> fmt::Result {
+        let Plot { left, right, top, bottom } = self;
+        writeln!(out, r##"<path d="M{left:.1} {top:.1}V{bottom:.1}H{right:.1}" stroke="#888" fill="none"/>"##)
+    }
+
+    /// Ends the document: an empty plot says "no data" in its middle rather than showing bare axes.
+    pub(super) fn finish(&self, mut out: String, empty: bool) -> Result<String, fmt::Error> {
+        if empty {
+            let (x, y) = ((self.left + self.right) / 2.0, (self.top + self.bottom) / 2.0);
+            writeln!(
+                out,
+                r##"<text x="{x:.1}" y="{y:.1}" font-size="14" text-anchor="middle" fill="#777">no data</text>"##
+            )?;
+        }
+        out.push_str("</svg>\n");
+        Ok(out)
+    }
 }
 
 pub(super) fn open_svg(out: &mut String, height: f64, title: &str) -> fmt::Result {
