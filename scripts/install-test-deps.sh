@@ -34,6 +34,9 @@ command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-s
 command -v php-fpm8.2 >/dev/null 2>&1 || [ -x /usr/sbin/php-fpm8.2 ] || need+=(php8.2-fpm)
 [ -f /etc/php/8.2/mods-available/sqlite3.ini ] || need+=(php8.2-sqlite3)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+# compare budget (the performance gate) counts instructions under callgrind and system calls under strace.
+command -v callgrind_control >/dev/null 2>&1 || need+=(valgrind)
+command -v strace >/dev/null 2>&1 || need+=(strace)
 if [ "${#need[@]}" -gt 0 ]; then
   echo "install-test-deps: apt-get install ${need[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// compare's layers, top to bottom (crates/compare/src/lib.rs); modules on one line do not import each other.
 const COMPARE: &[&[&str]] = &[
     &["cli"],
-    &["calibrate", "images", "export"],
+    &["budget", "calibrate", "images", "export"],
     &["run"],
     &["report"],
     &["ledger"],

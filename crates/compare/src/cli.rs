@@ -52,6 +52,9 @@ pub enum Cmd {
     /// min and max as `lower_value` and `upper_value`. A measure no round measured is left out; a cell with no
     /// valid closed-loop round is left out and named on stderr. The JSON goes to stdout.
     Export(crate::export::ExportArgs),
+    /// The performance gate: each budgeted cell's instructions and system calls per response (callgrind,
+    /// strace) against bench/budget.toml; exit 1 over budget, 2 unable to measure; --update rewrites it
+    Budget(crate::budget::BudgetArgs),
     /// Internal: the reaper compare starts for itself (kills compare's children if compare dies)
     #[command(hide = true)]
     Reap,

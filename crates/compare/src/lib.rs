@@ -24,11 +24,13 @@
 //!   calibrate/                loadgen against wrk and h2load on the same servers (`compare calibrate`)
 //!   images, floor             `compare images`; the floor server (`compare floor`)
 //!   export                    runs' figures for another tool: Bencher Metric Format (`compare export`)
+//!   budget/                   the performance gate: instructions and syscalls per response against
+//!                             bench/budget.toml (`compare budget`)
 //!   system/                   processes and their groups, /proc, core lists, a raw HTTP client
 //! ```
 //!
 //! Imports point one way, down this order, with no cycle (modules on one line import neither other):
-//! `cli`; `calibrate`, `images`, `export`; `run`; `report`; `ledger`; `verdict`; `reference`; `format`,
+//! `cli`; `budget`, `calibrate`, `images`, `export`; `run`; `report`; `ledger`; `verdict`; `reference`; `format`,
 //! `measure_flags`, `settings`; `plan`, `stats`; `records`; `provenance`, `system`, `table`, `floor`. So nothing
 //! imports cli, run renders the report when it ends, report reads records (and asks plan's workload type) but
 //! never run, and plan knows nothing of run or report. tests/tests/imports.rs checks the order against the
@@ -41,6 +43,7 @@
 //! target/release/compare report bench/results/*/*.jsonl  # re-render the summary
 //! ```
 
+pub mod budget;
 pub mod calibrate;
 pub mod cli;
 pub mod export;

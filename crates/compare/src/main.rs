@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use compare::cli::{Cli, Cmd};
-use compare::{calibrate, export, floor, images, measure_flags, report, run};
+use compare::{budget, calibrate, export, floor, images, measure_flags, report, run};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         Some(Cmd::Calibrate(args)) => calibrate::command(&args),
         Some(Cmd::Images(args)) => images::command(&args),
         Some(Cmd::Export(args)) => export::command(&args),
+        Some(Cmd::Budget(args)) => budget::command(&args),
         Some(Cmd::Reap) => compare::system::process::reap(),
         None => match measure_flags::resolve_or_exit(|argv, exe| cli.run.resolve(argv, exe)) {
             Ok(cfg) => run::command(&cfg),

@@ -82,12 +82,7 @@ impl Paths {
     }
 
     pub fn rust_bin(&self, service: Service) -> PathBuf {
-        self.bin_dir.join(match service {
-            Service::Flight => "flight-rs",
-            Service::Scribe => "scribe-rs",
-            Service::Metadata => "metadata-rs",
-            Service::Ladder => "ladder-rs",
-        })
+        self.bin_dir.join(service.rust_server())
     }
 
     /// The program a runtime runs for a workload's service.

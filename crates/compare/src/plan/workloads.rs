@@ -13,6 +13,18 @@ pub enum Service {
     Ladder,
 }
 
+impl Service {
+    /// The rust server's binary: flight-rs, scribe-rs, metadata-rs or ladder-rs.
+    pub fn rust_server(self) -> &'static str {
+        match self {
+            Service::Flight => "flight-rs",
+            Service::Scribe => "scribe-rs",
+            Service::Metadata => "metadata-rs",
+            Service::Ladder => "ladder-rs",
+        }
+    }
+}
+
 /// Flight's middleware profiles (flight-rs's FLIGHT_MIDDLEWARE, the peers' FLIGHT_PROFILE).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlightProfile {

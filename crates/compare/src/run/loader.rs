@@ -76,7 +76,9 @@ fn spawn<R: DeserializeOwned>(
     tag: &str,
 ) -> anyhow::Result<LoadgenRun<R>> {
     let _ = std::fs::remove_file(json);
-    let mut argv = vec!["-c".to_string(), bench.loader_cores.to_string(), bench.loadgen.to_string_lossy().into()];
+    let mut argv = vec!["-c".to_string(), bench.loader_cores.to_string()];
+    argv.extend(bench.loadgen_wrapper.iter().cloned());
+    argv.push(bench.loadgen.to_string_lossy().into());
     argv.extend(args);
     let out = File::create(bench.logdir.join(format!("{tag}.out")))?;
     let err_path = bench.logdir.join(format!("{tag}.err"));

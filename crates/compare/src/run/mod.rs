@@ -75,25 +75,32 @@ pub fn run(cfg: &Config) -> anyhow::Result<Finished> {
     measure(cfg, prepared)
 }
 
-/// Everything a comparison has before its first measurement.
-struct Prepared {
-    report_options: report::Options,
-    meta: RunMeta,
-    md: PathBuf,
-    sink: Sink,
-    work: localdeps::OwnedDir,
-    bench: Bench,
-    deps: Option<Deps>,
-    proxies: Option<DbProxies>,
-    metadata: Option<MetadataData>,
-    site: Option<crate::plan::site::Site>,
-    certs: Option<certs::Files>,
+/// Everything a comparison has before its first measurement (the budget gate measures with the same).
+pub struct Prepared {
+    pub report_options: report::Options,
+    pub md: PathBuf,
+    pub sink: Sink,
+    pub env: Environment,
+}
+
+/// What the servers run against: the run's identity, bench, databases, data and certificate, and the work
+/// dir that holds them. Its fields drop in this order: the delay proxies stop before the databases they
+/// front, and the work dir goes last.
+pub struct Environment {
+    pub meta: RunMeta,
+    pub bench: Bench,
+    pub proxies: Option<DbProxies>,
+    pub deps: Option<Deps>,
+    pub metadata: Option<MetadataData>,
+    pub site: Option<crate::plan::site::Site>,
+    pub certs: Option<certs::Files>,
+    pub work: localdeps::OwnedDir,
 }
 
 /// Checks and makes everything the measurements need, refusing early: prerequisites, the claims ledger,
 /// provenance, the compiled Bun peers, the open-file limit, the record file, the databases (and their
 /// delay proxies), the metadata dataset, the static site and the run's certificate.
-fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
+pub fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     let own_pg = cfg.database_url.is_none();
     let own_redis = cfg.redis_url.is_none();
     let mut missing =
@@ -151,59 +158,26 @@ fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     // One certificate for every TLS server of the run, its private key only in the work dir.
     let certs = if cfg.workloads.iter().any(|w| w.tls()) { Some(tls::run_certificate(work.path())?) } else { None };
     check_interrupted()?;
-    Ok(Prepared { report_options, meta, md, sink, work, bench, deps, proxies, metadata, site, certs })
+    let env = Environment { meta, bench, proxies, deps, metadata, site, certs, work };
+    Ok(Prepared { report_options, md, sink, env })
 }
 
 /// Every workload (or, with `--soak`, every workload checked and then all soaked at once), each record
 /// appended as measured, then the report.
 fn measure(cfg: &Config, prepared: Prepared) -> anyhow::Result<Finished> {
-    // Bound in this order, so dropped in the reverse however this returns: the delay proxies stop before the
-    // databases they front, and the work dir goes last.
-    let Prepared { report_options, meta, md, sink, work, bench, deps, proxies, metadata, site, certs } = prepared;
+    let Prepared { report_options, md, sink, env } = prepared;
+    let shared = env.shared();
     let (steps, seconds) = estimate::total(cfg);
     let mut recorder = Recorder::new(sink, Progress::new(steps, seconds));
     // `--soak`: every workload checked in turn, then all of them soaked at once.
     let mut soaking: Vec<(WorkloadRun<'_>, Vec<Runtime>)> = Vec::new();
     for w in &cfg.workloads {
-        let inputs = PlanInputs {
-            site: site.as_ref(),
-            metadata: metadata.as_ref(),
-            seed_notes: cfg.seed_notes,
-            dir: work.path(),
-            certs: certs.as_ref(),
-        };
-        let mut plan = Plan::new(*w, &inputs)?;
-        plan.load.connections = w.headline_connections(&cfg.connections);
-        let counts = if cfg.connections.is_empty() { vec![plan.load.connections] } else { cfg.connections.clone() };
-        let rtts = match (&proxies, w.waits_on_database()) {
-            (Some(_), true) => cfg.db_rtt.iter().copied().map(Some).collect(),
-            _ => vec![None],
-        };
-        // Started for this workload at its delay, stopped with it (its `Server` drops with `wr`).
-        let upstream = w.upstream_delay().map(|delay| upstream::start(cfg, &bench, delay)).transpose()?;
-        let versions = cfg.runtimes.iter().map(|&rt| (rt, versions::version(rt, w.service(), &cfg.paths))).collect();
-        let (meta, bench, deps, metadata, site) = (&meta, &bench, deps.as_ref(), metadata.as_ref(), site.as_ref());
-        let mut wr = WorkloadRun {
-            cfg,
-            meta,
-            bench,
-            deps,
-            metadata,
-            site,
-            plan,
-            counts,
-            shared_db: None,
-            floor_body: None,
-            versions,
-            upstream,
-            rtts,
-            proxies: proxies.as_ref(),
-        };
+        let mut wr = workload_run(cfg, &shared, *w)?;
         if cfg.soak.is_some() {
-            let valid = checked(&mut wr, &mut recorder, work.path())?;
+            let valid = checked(&mut wr, &mut recorder, shared.work)?;
             soaking.push((wr, valid));
         } else {
-            run_workload(&mut wr, &mut recorder, work.path())?;
+            run_workload(&mut wr, &mut recorder, shared.work)?;
         }
     }
     if let Some(soak) = cfg.soak {
@@ -214,6 +188,71 @@ fn measure(cfg: &Config, prepared: Prepared) -> anyhow::Result<Finished> {
     let markdown = report::write_outputs(&records, &md, &report_options)?;
     let problems = problems(&records);
     Ok(Finished { jsonl, md, markdown, records, problems })
+}
+
+/// What every workload of one invocation borrows from its [`Environment`].
+pub struct Shared<'a> {
+    pub meta: &'a RunMeta,
+    pub bench: &'a Bench,
+    pub deps: Option<&'a Deps>,
+    pub proxies: Option<&'a DbProxies>,
+    pub metadata: Option<&'a MetadataData>,
+    pub site: Option<&'a crate::plan::site::Site>,
+    pub certs: Option<&'a certs::Files>,
+    pub work: &'a std::path::Path,
+}
+
+impl Environment {
+    pub fn shared(&self) -> Shared<'_> {
+        Shared {
+            meta: &self.meta,
+            bench: &self.bench,
+            deps: self.deps.as_ref(),
+            proxies: self.proxies.as_ref(),
+            metadata: self.metadata.as_ref(),
+            site: self.site.as_ref(),
+            certs: self.certs.as_ref(),
+            work: self.work.path(),
+        }
+    }
+}
+
+/// One workload's state before its checks: its plan at the headline count (or the sweep's counts), its
+/// round trips, its upstream service started when it has one, the runtimes' versions.
+pub fn workload_run<'a>(cfg: &'a Config, shared: &Shared<'a>, w: Workload) -> anyhow::Result<WorkloadRun<'a>> {
+    let inputs = PlanInputs {
+        site: shared.site,
+        metadata: shared.metadata,
+        seed_notes: cfg.seed_notes,
+        dir: shared.work,
+        certs: shared.certs,
+    };
+    let mut plan = Plan::new(w, &inputs)?;
+    plan.load.connections = w.headline_connections(&cfg.connections);
+    let counts = if cfg.connections.is_empty() { vec![plan.load.connections] } else { cfg.connections.clone() };
+    let rtts = match (shared.proxies, w.waits_on_database()) {
+        (Some(_), true) => cfg.db_rtt.iter().copied().map(Some).collect(),
+        _ => vec![None],
+    };
+    // Started for this workload at its delay, stopped with it (its `Server` drops with the WorkloadRun).
+    let upstream = w.upstream_delay().map(|delay| upstream::start(cfg, shared.bench, delay)).transpose()?;
+    let versions = cfg.runtimes.iter().map(|&rt| (rt, versions::version(rt, w.service(), &cfg.paths))).collect();
+    Ok(WorkloadRun {
+        cfg,
+        meta: shared.meta,
+        bench: shared.bench,
+        deps: shared.deps,
+        metadata: shared.metadata,
+        site: shared.site,
+        plan,
+        counts,
+        shared_db: None,
+        floor_body: None,
+        versions,
+        upstream,
+        rtts,
+        proxies: shared.proxies,
+    })
 }
 
 /// What every record of this run carries: its id (UTC stamp and host), the command, the machine, the layout,

@@ -28,6 +28,8 @@ pub struct Bench {
     pub logdir: PathBuf,
     /// loadgen's `--engine`; None leaves loadgen's default (io_uring where the kernel allows it).
     pub loadgen_engine: Option<&'static str>,
+    /// A command loadgen runs under, between taskset and loadgen (the budget gate's callgrind); empty: none.
+    pub loadgen_wrapper: Vec<String>,
 }
 
 /// A run's timings: the warmup, the measured window and loadgen's per-request timeout.
@@ -52,6 +54,7 @@ impl Bench {
             ready_timeout: READY_TIMEOUT,
             logdir,
             loadgen_engine: None,
+            loadgen_wrapper: Vec::new(),
         }
     }
 }
