@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::tls::{Certs, hello_honouring_close};
+use common::tls::{Certs, hello_honouring_close, run_https};
 use common::*;
 
 /// Requests per server connection, and whether each said `Connection: close`, by connection.
@@ -91,17 +91,7 @@ fn tls_connections_carry_n_requests_each_with_one_handshake_per_connection() {
     for n in [1u64, 10] {
         let server = Server::tls_hello(&certs);
         let n_arg = n.to_string();
-        let ran = run(&[
-            "-c",
-            "2",
-            "-d",
-            "500ms",
-            "--requests-per-conn",
-            &n_arg,
-            "--cacert",
-            certs.ca(),
-            &server.https_url("/"),
-        ]);
+        let ran = run_https(&certs, &server, &["-c", "2", "-d", "500ms", "--requests-per-conn", &n_arg]);
         ran.assert_no_errors();
         let r = &ran.report;
         assert!(r.responses >= 4 * n, "n={n}: {} responses", r.responses);

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::tls::Certs;
+use common::tls::{Certs, run_https};
 use common::*;
 
 #[test]
@@ -16,19 +16,7 @@ fn keep_alive_https_works_on_both_engines() {
     let server = Server::tls_hello(&certs);
     for engine in engines() {
         let before = server.handshakes().len();
-        let ran = run(&[
-            "--engine",
-            engine,
-            "-c",
-            "4",
-            "-d",
-            "400ms",
-            "--cacert",
-            certs.ca(),
-            "--expect-body",
-            HELLO,
-            &server.https_url("/"),
-        ]);
+        let ran = run_https(&certs, &server, &["--engine", engine, "-c", "4", "-d", "400ms", "--expect-body", HELLO]);
         ran.assert_no_errors();
         let r = &ran.report;
         assert!(r.responses >= 4, "{engine}: {} responses", r.responses);
@@ -73,19 +61,8 @@ fn a_host_name_is_sent_as_sni() {
 fn resumption_off_makes_every_handshake_full() {
     let certs = Certs::new();
     let server = Server::tls_hello(&certs);
-    let ran = run(&[
-        "-c",
-        "2",
-        "-d",
-        "500ms",
-        "--requests-per-conn",
-        "1",
-        "--tls-resume",
-        "off",
-        "--cacert",
-        certs.ca(),
-        &server.https_url("/"),
-    ]);
+    let ran =
+        run_https(&certs, &server, &["-c", "2", "-d", "500ms", "--requests-per-conn", "1", "--tls-resume", "off"]);
     ran.assert_no_errors();
     let r = &ran.report;
     let tls = r.tls.as_ref().unwrap_or_else(|| panic!("no TLS"));
@@ -104,19 +81,7 @@ fn resumption_off_makes_every_handshake_full() {
 fn resumption_on_resumes_every_handshake_after_each_workers_first() {
     let certs = Certs::new();
     let server = Server::tls_hello(&certs);
-    let ran = run(&[
-        "-t",
-        "2",
-        "-c",
-        "2",
-        "-d",
-        "500ms",
-        "--requests-per-conn",
-        "1",
-        "--cacert",
-        certs.ca(),
-        &server.https_url("/"),
-    ]);
+    let ran = run_https(&certs, &server, &["-t", "2", "-c", "2", "-d", "500ms", "--requests-per-conn", "1"]);
     ran.assert_no_errors();
     let r = &ran.report;
     let h = &r.tls.as_ref().unwrap_or_else(|| panic!("no TLS")).counts.handshakes;
@@ -134,19 +99,7 @@ fn many_connections_reconnecting_at_once_still_resume() {
     // reconnects after each answer, and all but the first 32 handshakes resume.
     let certs = Certs::new();
     let server = Server::tls_hello(&certs);
-    let ran = run(&[
-        "-t",
-        "1",
-        "-c",
-        "32",
-        "-d",
-        "700ms",
-        "--requests-per-conn",
-        "1",
-        "--cacert",
-        certs.ca(),
-        &server.https_url("/"),
-    ]);
+    let ran = run_https(&certs, &server, &["-t", "1", "-c", "32", "-d", "700ms", "--requests-per-conn", "1"]);
     ran.assert_no_errors();
     let h = &ran.report.tls.as_ref().unwrap_or_else(|| panic!("no TLS")).counts.handshakes;
     assert_eq!(h.full, 32, "{h:?}");
@@ -157,19 +110,8 @@ fn many_connections_reconnecting_at_once_still_resume() {
 fn tls_version_1_2_is_offered_alone_and_resumes_without_a_key_exchange() {
     let certs = Certs::new();
     let server = Server::tls_hello(&certs);
-    let ran = run(&[
-        "-c",
-        "1",
-        "-d",
-        "400ms",
-        "--requests-per-conn",
-        "1",
-        "--tls-version",
-        "1.2",
-        "--cacert",
-        certs.ca(),
-        &server.https_url("/"),
-    ]);
+    let ran =
+        run_https(&certs, &server, &["-c", "1", "-d", "400ms", "--requests-per-conn", "1", "--tls-version", "1.2"]);
     ran.assert_no_errors();
     let tls = ran.report.tls.as_ref().unwrap_or_else(|| panic!("no TLS"));
     let c = &tls.counts;
@@ -187,19 +129,11 @@ fn tls_version_1_2_is_offered_alone_and_resumes_without_a_key_exchange() {
 fn a_chosen_cipher_and_group_are_what_is_negotiated() {
     let certs = Certs::new();
     let server = Server::tls_hello(&certs);
-    let ran = run(&[
-        "-c",
-        "1",
-        "-d",
-        "200ms",
-        "--tls-cipher",
-        "TLS13_AES_128_GCM_SHA256",
-        "--tls-group",
-        "secp256r1",
-        "--cacert",
-        certs.ca(),
-        &server.https_url("/"),
-    ]);
+    let ran = run_https(
+        &certs,
+        &server,
+        &["-c", "1", "-d", "200ms", "--tls-cipher", "TLS13_AES_128_GCM_SHA256", "--tls-group", "secp256r1"],
+    );
     ran.assert_no_errors();
     let c = &ran.report.tls.as_ref().unwrap_or_else(|| panic!("no TLS")).counts;
     assert_eq!(c.cipher_suites.keys().collect::<Vec<_>>(), ["TLS13_AES_128_GCM_SHA256"]);
@@ -285,16 +219,13 @@ fn a_plaintext_run_says_nothing_of_tls() {
 fn tls_reports_merge() {
     let certs = Certs::new();
     let server = Server::tls_hello(&certs);
-    let url = server.https_url("/");
     // Through JSON, as `loadgen merge` reads them.
     let through_json = |r: loadgen::report::Report| {
         let text = serde_json::to_string(&r).unwrap_or_else(|e| panic!("{e}"));
         serde_json::from_str::<loadgen::report::Report>(&text).unwrap_or_else(|e| panic!("{e}"))
     };
-    let ra =
-        through_json(run(&["-c", "1", "-d", "300ms", "--requests-per-conn", "5", "--cacert", certs.ca(), &url]).report);
-    let rb =
-        through_json(run(&["-c", "1", "-d", "300ms", "--tls-version", "1.2", "--cacert", certs.ca(), &url]).report);
+    let ra = through_json(run_https(&certs, &server, &["-c", "1", "-d", "300ms", "--requests-per-conn", "5"]).report);
+    let rb = through_json(run_https(&certs, &server, &["-c", "1", "-d", "300ms", "--tls-version", "1.2"]).report);
     let merged = loadgen::merge::merge(vec![ra.clone(), rb.clone()]).unwrap_or_else(|e| panic!("{e}"));
     let t = |r: &loadgen::report::Report| r.tls.clone().unwrap_or_else(|| panic!("no TLS"));
     let (ta, tb, tm) = (t(&ra), t(&rb), t(&merged));

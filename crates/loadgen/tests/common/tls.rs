@@ -11,7 +11,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{HandshakeKind, ServerConfig, ServerConnection, StreamOwned, SupportedProtocolVersion};
 
-use super::{Reply, Request, Server};
+use super::{Ran, Reply, Request, Server, run};
 
 /// A CA and a server certificate for 127.0.0.1, localhost and ::1, written to a temp dir.
 pub struct Certs {
@@ -65,6 +65,14 @@ impl Server {
     pub fn tls_hello_with(config: Arc<ServerConfig>) -> Server {
         Server::start_tls(config, hello_honouring_close)
     }
+}
+
+/// Runs loadgen in process with `flags` against `server`'s `/` over HTTPS, trusting the CA of `certs` (the one
+/// the server's certificate comes from); the run must succeed.
+pub fn run_https(certs: &Certs, server: &Server, flags: &[&str]) -> Ran {
+    let url = server.https_url("/");
+    let list: Vec<&str> = flags.iter().copied().chain(["--cacert", certs.ca(), &url]).collect();
+    run(&list)
 }
 
 /// `hello`, closing when the request says `Connection: close`.
