@@ -33,7 +33,7 @@ const LOADGEN: &[&[&str]] = &[
     &["h2_response", "h2_settings", "h2_stream", "engine", "session_store", "timer"],
     &["h2_request"],
     &["h2_frame", "hpack", "http1"],
-    &["log_chart", "merge"],
+    &["log_chart", "merge", "hdr_log"],
     &["render"],
     &["report"],
     &["stats"],

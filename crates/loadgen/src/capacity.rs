@@ -222,6 +222,7 @@ pub fn search(search: &CapacitySettings, command: Vec<String>, out: &mut dyn Wri
         run_settings.ramp = None;
         run_settings.output.json = None;
         run_settings.output.jsonl = None;
+        run_settings.output.hdr_log = None;
         let report = run(&run_settings, command.clone())?;
         let config = &report.config;
         shape = (report.target.clone(), config.engine.clone(), config.threads, config.connections);

@@ -15,8 +15,8 @@ use oskit::cpu_list::CpuListError;
 // Where these lived before the settings moved out of this module; callers may still name them here.
 pub use crate::rate::{Rate, Schedule};
 use crate::settings::{
-    CapacitySettings, ExpectSettings, OutputSettings, RequestLogSettings, RequestSettings, RunSettings, TlsSettings,
-    TlsVersion, Trust,
+    CapacitySettings, ExpectSettings, HdrLogSettings, OutputSettings, RequestLogSettings, RequestSettings, RunSettings,
+    TlsSettings, TlsVersion, Trust,
 };
 pub use crate::settings::{EngineChoice, Pick};
 use crate::target::TargetError;
@@ -217,6 +217,14 @@ pub struct RunArgs {
     /// Log at most this many responses (held in memory until the run ends, about 40 bytes each).
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..), requires = "log_requests")]
     pub log_max: u64,
+    /// Write an HdrHistogram interval log of the measured window here: one latency histogram per
+    /// --hdr-interval, every thread merged, values in microseconds, in the format HdrHistogram's
+    /// HistogramLogProcessor reads (give it -outputValueUnitRatio 1000 to print milliseconds; see the README).
+    #[arg(long)]
+    pub hdr_log: Option<PathBuf>,
+    /// With --hdr-log: the length of each interval, a whole number of milliseconds (e.g. 1s, 250ms).
+    #[arg(long, default_value = "1s", value_parser = parse_duration, requires = "hdr_log")]
+    pub hdr_interval: Duration,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -318,6 +326,12 @@ pub enum SettingsError {
     TlsFlagsWithoutHttps,
     #[error("an https:// URL needs --cacert PATH (the CA to trust) or --insecure")]
     HttpsWithoutTrust,
+    #[error("--hdr-interval must be more than zero")]
+    HdrIntervalZero,
+    #[error(
+        "--hdr-interval {interval:?} is not a whole number of milliseconds (the log's timestamps are in milliseconds)"
+    )]
+    HdrIntervalNotWholeMillis { interval: Duration },
 }
 
 /// Why a capacity search's flags give no settings: the search's own flags (checked first), or the run's.
@@ -329,6 +343,8 @@ pub enum CapacitySettingsError {
     RateGiven,
     #[error("capacity writes no per-second lines: leave out --jsonl (--json carries every step)")]
     JsonlGiven,
+    #[error("capacity writes no interval log: leave out --hdr-log (each step would overwrite it)")]
+    HdrLogGiven,
     #[error("--start must be at least 1 request per second")]
     StartBelowOne,
     #[error("--max must be at least --start")]
@@ -349,6 +365,7 @@ impl RunArgs {
         let target = crate::target::parse(url)?;
         let pins = self.pin.as_deref().map(parse_cpus).transpose()?;
         self.check_rate()?;
+        let hdr_log = self.hdr_log_settings()?;
         let tls = self.tls_settings(target.tls)?;
         Ok(RunSettings {
             target,
@@ -396,6 +413,7 @@ impl RunArgs {
                     every: self.log_every,
                     max: self.log_max,
                 }),
+                hdr_log,
             },
             allow_failures: self.allow_failures,
         })
@@ -417,6 +435,20 @@ impl RunArgs {
             }
             _ => Ok(()),
         }
+    }
+
+    /// `--hdr-log` with its interval, which must be a whole number of milliseconds: the log writes timestamps
+    /// in milliseconds, so finer intervals would not read back as written.
+    fn hdr_log_settings(&self) -> Result<Option<HdrLogSettings>, SettingsError> {
+        let Some(path) = &self.hdr_log else { return Ok(None) };
+        let interval = self.hdr_interval;
+        if interval.is_zero() {
+            return Err(SettingsError::HdrIntervalZero);
+        }
+        if !interval.subsec_nanos().is_multiple_of(1_000_000) {
+            return Err(SettingsError::HdrIntervalNotWholeMillis { interval });
+        }
+        Ok(Some(HdrLogSettings { path: path.clone(), interval }))
     }
 
     /// The TLS flags: for an https URL, whom to trust (one of --cacert and --insecure) and what to offer; for
@@ -478,6 +510,9 @@ impl CapacityArgs {
         }
         if self.run.jsonl.is_some() {
             return Err(CapacitySettingsError::JsonlGiven);
+        }
+        if self.run.hdr_log.is_some() {
+            return Err(CapacitySettingsError::HdrLogGiven);
         }
         if !(self.start.is_finite() && self.start >= 1.0) {
             return Err(CapacitySettingsError::StartBelowOne);
@@ -633,6 +668,26 @@ mod tests {
             Ok(_) => panic!("{args}: accepted"),
             Err(e) => error_line(&e),
         }
+    }
+
+    #[test]
+    fn hdr_log_flags_become_settings_and_an_interval_finer_than_the_log_is_refused() {
+        let s = run_settings("--hdr-log run.hdr http://127.0.0.1:1/").unwrap_or_else(|e| panic!("{e}"));
+        let log = s.output.hdr_log.unwrap_or_else(|| panic!("no hdr log"));
+        assert_eq!((log.path, log.interval), (PathBuf::from("run.hdr"), Duration::from_secs(1)), "1 s by default");
+        let s = run_settings("--hdr-log run.hdr --hdr-interval 250ms http://127.0.0.1:1/");
+        assert_eq!(s.ok().and_then(|s| s.output.hdr_log).map(|l| l.interval), Some(Duration::from_millis(250)));
+        assert!(run_settings("http://127.0.0.1:1/").is_ok_and(|s| s.output.hdr_log.is_none()));
+        let refused = |args: &str| run_settings(args).err().map(|e| e.to_string());
+        let says = Some("--hdr-interval must be more than zero".to_string());
+        assert_eq!(refused("--hdr-log x --hdr-interval 0 http://127.0.0.1:1/"), says);
+        let says =
+            "--hdr-interval 1.5ms is not a whole number of milliseconds (the log's timestamps are in milliseconds)";
+        assert_eq!(refused("--hdr-log x --hdr-interval 1500us http://127.0.0.1:1/").as_deref(), Some(says));
+        assert!(cli_err("--hdr-interval 1s http://127.0.0.1:1/").contains("--hdr-log"), "needs --hdr-log");
+        assert!(cli_err("--hdr-log x --hdr-interval soon http://127.0.0.1:1/").contains("--hdr-interval"));
+        let refused = capacity_settings("capacity --p99 1ms --hdr-log x http://127.0.0.1:1/").err();
+        assert!(matches!(refused, Some(CapacitySettingsError::HdrLogGiven)), "{refused:?}");
     }
 
     #[test]

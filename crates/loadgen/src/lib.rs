@@ -26,7 +26,8 @@
 //   h2_response, h2_settings, h2_stream, engine, session_store, timer
 //   h2_request               (h2_response borrows its `trim`)
 //   h2_frame, hpack, http1   the frame layer, HPACK, HTTP/1.1 framing
-//   log_chart, merge         the request log's chart; several reports in one
+//   log_chart, merge,        the request log's chart; several reports in one; the HDR interval log
+//     hdr_log
 //   render                   a report's text
 //   report                   what a run adds up to
 //   stats                    what a worker counts
@@ -46,6 +47,7 @@ mod h2_response;
 mod h2_settings;
 mod h2_stream;
 mod handshake;
+mod hdr_log;
 pub mod hpack;
 pub mod http1;
 pub mod log_chart;
@@ -69,5 +71,6 @@ pub mod tls_config;
 mod uring;
 mod worker;
 
+pub use hdr_log::HdrLogError;
 pub use per_second::JsonlError;
 pub use run::{RunError, failures, run, uring_unavailable};

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::assertions::{Assertions, AssertionsError};
+use crate::hdr_log::{HdrLogError, Interval, Recorder};
 use crate::open_files::OpenFilesError;
 use crate::per_second::JsonlError;
 use crate::report::{self, Report, RunConfig, RunMeta};
@@ -16,12 +17,12 @@ use crate::source::SourceError;
 use crate::stats::WorkerStats;
 use crate::tls::Tls;
 use crate::tls_config::{self, TlsClient, TlsConfigError};
-use crate::worker::{self, Plan, Shared, Tick};
-use crate::{epoll, open_files, per_second, request_log, source, uring};
+use crate::worker::{self, Feeds, Plan, Shared, Tick};
+use crate::{epoll, hdr_log, open_files, per_second, request_log, source, uring};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// Bad input: the message is one line for the user. So are the variants from `Source` to `Jsonl`, each
+    /// Bad input: the message is one line for the user. So are the variants from `Source` to `HdrLog`, each
     /// the error of the module that found it.
     #[error("{0}")]
     Input(String),
@@ -35,6 +36,9 @@ pub enum RunError {
     OpenFiles(#[from] OpenFilesError),
     #[error(transparent)]
     Jsonl(#[from] JsonlError),
+    /// The `--hdr-log` file cannot be created (before the load starts). One that fails during the run is `Io`.
+    #[error(transparent)]
+    HdrLog(#[from] HdrLogError),
     #[error("cannot connect to {addr}: {reason}")]
     Unreachable { addr: String, reason: String },
     #[error("{0}")]
@@ -71,12 +75,15 @@ pub fn run(settings: &RunSettings, command: Vec<String>) -> Result<Report, RunEr
         std::fs::File::create(&log.path)
             .map_err(|e| RunError::Input(format!("cannot write --log-requests {}: {e}", log.path.display())))?;
     }
+    let hdr_log = settings.output.hdr_log.as_ref().map(hdr_log::create).transpose()?;
     let engine = choose_engine(settings.engine)?;
     let shared = Arc::new(Shared { source, assertions });
     let window = Window::from_now(settings);
     let (tick_tx, tick_rx) = mpsc::channel();
     let ticks = per_second::wanted(settings).then_some(tick_tx);
-    let handles = spawn_workers(settings, threads, (engine, tls.as_ref()), &shared, window, ticks)?;
+    let header = hdr_log::Header { window_start: window.wall_start(), open_loop: settings.rate.is_some() };
+    let (intervals, hdr_writer) = hdr_log.map(|log| hdr_log::start_writer(log, header, threads)).transpose()?.unzip();
+    let handles = spawn_workers(settings, threads, (engine, tls.as_ref()), &shared, window, (ticks, intervals))?;
     per_second::follow(settings, tick_rx, threads)?;
 
     let mut workers = Vec::with_capacity(threads);
@@ -85,6 +92,10 @@ pub fn run(settings: &RunSettings, command: Vec<String>) -> Result<Report, RunEr
         let (stats, error) = handle.join().map_err(|_| RunError::Input("a worker thread panicked".into()))??;
         last_error = last_error.or(error);
         workers.push(stats);
+    }
+    // The workers are done, so every sender of the log's intervals is gone and its writer ends.
+    if let Some(writer) = hdr_writer {
+        writer.wait().map_err(|e| RunError::Io(std::io::Error::other(e.to_string())))?;
     }
     let measured = Instant::now().saturating_duration_since(window.measure_from).min(settings.duration);
     let meta = RunMeta {
@@ -110,6 +121,11 @@ impl Window {
         let started_unix_ms =
             (SystemTime::now() + settings.warmup).duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         Window { measure_from, end: measure_from + settings.duration, started_unix_ms }
+    }
+
+    /// `measure_from` on the wall clock, as the report has it (to the millisecond).
+    fn wall_start(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.started_unix_ms)
     }
 }
 
@@ -148,14 +164,15 @@ fn check_reachable(settings: &RunSettings) -> Result<(), RunError> {
 }
 
 /// Starts one worker thread per plan, each running its own event loop on `engine`, under TLS when given a
-/// client configuration (each worker with its own session store).
+/// client configuration (each worker with its own session store), sending its seconds to `ticks` and its
+/// `--hdr-log` intervals to `intervals` when they are followed.
 fn spawn_workers(
     settings: &RunSettings,
     threads: usize,
     (engine, tls): (EngineChoice, Option<&TlsClient>),
     shared: &Arc<Shared>,
     window: Window,
-    ticks: Option<Sender<Tick>>,
+    (ticks, intervals): (Option<Sender<Tick>>, Option<Sender<Interval>>),
 ) -> Result<Vec<JoinHandle<Finished>>, RunError> {
     let mut handles = Vec::with_capacity(threads);
     let mut first_conn = 0;
@@ -163,19 +180,23 @@ fn spawn_workers(
         let plan = plan(settings, threads, index, first_conn, window);
         first_conn += plan.connections;
         let shared = shared.clone();
-        let ticks = ticks.clone();
+        let hdr_log = intervals
+            .as_ref()
+            .zip(settings.output.hdr_log.as_ref())
+            .map(|(to_writer, log)| Recorder::new(log.interval, window.measure_from, window.end, to_writer.clone()));
+        let feeds = Feeds { ticks: ticks.clone(), hdr_log };
         let tls = tls.map(|client| tls_config::for_worker(client, plan.connections));
         // Four loops, one per engine with and without TLS: a plaintext loop has no TLS branch in it.
         let handle =
             std::thread::Builder::new().name(format!("loadgen-{index}")).spawn(move || match (engine, tls) {
                 (EngineChoice::Uring, None) => {
-                    worker::run(plan, shared, ticks, |p| uring::Uring::new(p.addr, p.connections))
+                    worker::run(plan, shared, feeds, |p| uring::Uring::new(p.addr, p.connections))
                 }
-                (EngineChoice::Uring, Some(tls)) => worker::run(plan, shared, ticks, |p| {
+                (EngineChoice::Uring, Some(tls)) => worker::run(plan, shared, feeds, |p| {
                     Ok(Tls::new(uring::Uring::new(p.addr, p.connections)?, tls, p.connections))
                 }),
-                (_, None) => worker::run(plan, shared, ticks, |p| epoll::Epoll::new(p.addr, p.connections)),
-                (_, Some(tls)) => worker::run(plan, shared, ticks, |p| {
+                (_, None) => worker::run(plan, shared, feeds, |p| epoll::Epoll::new(p.addr, p.connections)),
+                (_, Some(tls)) => worker::run(plan, shared, feeds, |p| {
                     Ok(Tls::new(epoll::Epoll::new(p.addr, p.connections)?, tls, p.connections))
                 }),
             })?;

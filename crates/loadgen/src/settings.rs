@@ -96,6 +96,7 @@ pub struct OutputSettings {
     /// The live progress line, which is shown only on a terminal anyway.
     pub progress: bool,
     pub request_log: Option<RequestLogSettings>,
+    pub hdr_log: Option<HdrLogSettings>,
 }
 
 /// `--log-requests`: one line per response of the measured window.
@@ -106,6 +107,14 @@ pub struct RequestLogSettings {
     pub every: u64,
     /// At most this many over all threads (they are held in memory until the run ends).
     pub max: u64,
+}
+
+/// `--hdr-log`: the measured window's latency as an HdrHistogram interval log (see `hdr_log`).
+#[derive(Debug, Clone)]
+pub struct HdrLogSettings {
+    pub path: PathBuf,
+    /// One histogram per interval: a whole number of milliseconds, the log's timestamp resolution.
+    pub interval: Duration,
 }
 
 /// TLS for an `https://` target: whom to trust and what to offer. `tls_config` turns it into rustls's client

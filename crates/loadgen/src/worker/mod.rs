@@ -25,6 +25,7 @@ use crate::assertions::Assertions;
 use crate::conn::{After, Conn, Sent};
 use crate::engine::{Engine, Event};
 use crate::handshake::{Failure, Handshake};
+use crate::hdr_log::Recorder;
 use crate::open_loop::OpenLoop;
 use crate::rate::{Rate, Schedule};
 use crate::request_log::Record;
@@ -84,6 +85,13 @@ pub struct Tick {
     pub latency: Histogram<u64>,
 }
 
+/// What a worker sends while it runs, besides the stats it returns at the end: its seconds (for `--jsonl` and
+/// the progress line) and its intervals (`--hdr-log`).
+pub struct Feeds {
+    pub ticks: Option<Sender<Tick>>,
+    pub hdr_log: Option<Recorder>,
+}
+
 /// Everything but the engine: what the engine's events are handed to.
 struct State<'a> {
     plan: Plan,
@@ -101,6 +109,8 @@ struct State<'a> {
     interval_responses: u64,
     interval_errors: u64,
     interval_scheduled: u64,
+    /// `--hdr-log`: every latency the report's histogram gets goes here too.
+    hdr_log: Option<Recorder>,
     last_error: Option<String>,
     /// Connections given up on, to close after the wait.
     doomed: Vec<usize>,
@@ -128,7 +138,7 @@ struct Worker<'a, E> {
 pub fn run<E: Engine>(
     plan: Plan,
     shared: Arc<Shared>,
-    ticks: Option<Sender<Tick>>,
+    feeds: Feeds,
     make_engine: impl FnOnce(&Plan) -> io::Result<E>,
 ) -> io::Result<(WorkerStats, Option<String>)> {
     if let Some(cpu) = plan.pin {
@@ -151,6 +161,7 @@ pub fn run<E: Engine>(
         interval_responses: 0,
         interval_errors: 0,
         interval_scheduled: 0,
+        hdr_log: feeds.hdr_log,
         last_error: None,
         doomed: Vec::with_capacity(plan.connections),
         to_flush: Vec::with_capacity(plan.connections),
@@ -163,7 +174,7 @@ pub fn run<E: Engine>(
         plan,
     };
     let mut worker = Worker { engine, state };
-    worker.event_loop(ticks)?;
+    worker.event_loop(feeds.ticks)?;
     Ok((worker.state.stats, worker.state.last_error))
 }
 
@@ -198,6 +209,9 @@ impl<E: Engine> Worker<'_, E> {
                 s.end_second(second, ticks.as_ref());
                 next_tick += Duration::from_secs(1);
             }
+            if let Some(hdr_log) = &mut s.hdr_log {
+                hdr_log.close_ended(now);
+            }
             // After the tick: the window's last whole second ends exactly at `end` and gets its line too.
             if now >= s.plan.end {
                 break;
@@ -213,6 +227,9 @@ impl<E: Engine> Worker<'_, E> {
             if !s.measuring {
                 wake_at = wake_at.min(s.plan.measure_from);
             }
+            if let Some(hdr_log) = &s.hdr_log {
+                wake_at = wake_at.min(hdr_log.next_end());
+            }
             // Open loop: wake for the next send only while a connection is free to take it (`OpenLoop::wake_at`
             // says why).
             let send_at = s.open_loop.as_ref().and_then(OpenLoop::wake_at);
@@ -220,6 +237,9 @@ impl<E: Engine> Worker<'_, E> {
         }
         let s = &mut self.state;
         s.count_unsent();
+        if let Some(hdr_log) = s.hdr_log.take() {
+            hdr_log.finish();
+        }
         let (user, sys) = thread_cpu_us();
         s.stats.cpu_user_us = user.saturating_sub(cpu_at_start.0);
         s.stats.cpu_sys_us = sys.saturating_sub(cpu_at_start.1);
@@ -491,13 +511,17 @@ impl State<'_> {
         self.checked_counter += 1;
         if self.measuring {
             let us = |from: Instant| (now.saturating_duration_since(from).as_micros() as u64).max(1);
+            let latency_us = us(sent.intended);
             self.stats.responses += 1;
             *self.stats.status.entry(status).or_insert(0) += 1;
-            self.stats.latency.saturating_record(us(sent.intended));
+            self.stats.latency.saturating_record(latency_us);
             if let Some(h) = &mut self.stats.latency_from_write {
                 h.saturating_record(us(sent.written));
             }
-            self.interval.saturating_record(us(sent.intended));
+            self.interval.saturating_record(latency_us);
+            if let Some(hdr_log) = &mut self.hdr_log {
+                hdr_log.record(latency_us);
+            }
             self.interval_responses += 1;
             if self.plan.log_every > 0 {
                 self.log_counter += 1;
@@ -507,7 +531,7 @@ impl State<'_> {
                         self.stats.request_log.push(Record {
                             intended_us: since(sent.intended),
                             sent_us: since(sent.written),
-                            latency_us: us(sent.intended),
+                            latency_us,
                             status,
                             body_bytes: body_len,
                             conn: (self.plan.first_conn + i) as u32,
@@ -638,8 +662,12 @@ impl State<'_> {
         let end = self.plan.end;
         for intended in open_loop.drain() {
             self.stats.missed_sends += 1;
-            let waited = end.saturating_duration_since(intended).as_micros() as u64;
-            self.stats.latency.saturating_record(waited.max(1));
+            let waited = (end.saturating_duration_since(intended).as_micros() as u64).max(1);
+            self.stats.latency.saturating_record(waited);
+            // The interval log holds what the report's histogram holds: these go in its last interval.
+            if let Some(hdr_log) = &mut self.hdr_log {
+                hdr_log.record(waited);
+            }
         }
     }
 }
