@@ -1,7 +1,8 @@
 //! `--target`: bring-your-own cells, end to end. A flight-rs this test starts itself is added as a running
 //! target twice (with and without its pid), once more as a command compare starts per run, and a floor
 //! that answers the wrong body as a command target that must be voided. The running server must be left
-//! alone: compare never signals what it did not start.
+//! alone: compare never signals what it did not start. The command target runs twice under two names, an A/A
+//! pair: the summary states the run's noise floor from it.
 
 mod common;
 
@@ -41,6 +42,7 @@ fn targets_are_checked_and_measured_like_runtimes() {
     let (server, loader) = common::cores();
     let started =
         format!("cmd=cmd:FLIGHT_PORT=$PORT FLIGHT_HOSTNAME=127.0.0.1 FLIGHT_WORKERS=1 exec '{}'", flight.display());
+    let again = started.replacen("cmd=", "cmd-again=", 1);
     let wrong = format!(
         "wrong=cmd:exec '{}' floor --port {{port}} --body '{{\"message\":\"nope\"}}'",
         common::compare_exe().display()
@@ -50,7 +52,7 @@ fn targets_are_checked_and_measured_like_runtimes() {
         .args(["--startup-runs", "1", "--server-cores", &server, "--loader-cores", &loader])
         .args(["--target", &format!("mine=http://127.0.0.1:{port},pid={}", mine.0.id())])
         .args(["--target", &format!("nopid=http://localhost:{port}/")])
-        .args(["--target", &started, "--target", &wrong])
+        .args(["--target", &started, "--target", &again, "--target", &wrong])
         .output()
         .expect("run compare");
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -86,4 +88,6 @@ fn targets_are_checked_and_measured_like_runtimes() {
     assert!(of("wrong", Kind::Closed).is_empty());
     let md = std::fs::read_to_string(jsonl[0].with_extension("md")).expect("markdown");
     assert!(md.contains("| nopid |") && md.contains("pid unknown"), "{md}");
+    assert!(md.contains("## Noise floor (A/A)") && md.contains("| cmd-again ÷ cmd |"), "{md}");
+    assert!(md.contains("cmd-again against cmd: the largest A/A ratio is"), "{md}");
 }

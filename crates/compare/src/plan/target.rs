@@ -63,7 +63,7 @@ pub fn parse(spec: &str) -> anyhow::Result<Target> {
     if RESERVED.contains(&name) {
         bail!("--target {spec:?}: {name:?} is a built-in runtime; choose another name");
     }
-    let kind = if let Some(command) = rest.strip_prefix("cmd:") {
+    let kind = if let Some((_, command)) = started_command(spec) {
         if command.trim().is_empty() {
             bail!("--target {spec:?}: empty command");
         }
@@ -88,6 +88,13 @@ pub fn parse(spec: &str) -> anyhow::Result<Target> {
         TargetKind::Running { port, pid }
     };
     Ok(Target { name: name.to_string(), kind })
+}
+
+/// `NAME=cmd:COMMAND` as (NAME, COMMAND), unchecked; None for any other spec. Also how a report finds a run's
+/// started targets in its recorded command line.
+pub fn started_command(spec: &str) -> Option<(&str, &str)> {
+    let (name, rest) = spec.split_once('=')?;
+    Some((name.trim(), rest.strip_prefix("cmd:")?))
 }
 
 /// The port of `http://127.0.0.1:PORT` (or `localhost`, with an optional trailing `/`). Only loopback: the

@@ -16,6 +16,7 @@ pub mod findings;
 pub mod html;
 pub mod ladder;
 pub mod lookups;
+pub mod noise_floor;
 pub mod overview;
 pub mod posts_pair;
 pub mod soak;
@@ -125,6 +126,7 @@ pub fn render(records: &[Record], md_path: Option<&Path>, opts: &Options) -> Str
         crate::report::db_rtt::section(&mut out, all, w, reference);
     }
     ladder_section(&mut out, records, md_path, reference);
+    crate::report::noise_floor::section(&mut out, records);
     crate::report::claims::section(&mut out, &opts.claims, all);
     crate::report::soak::section(&mut out, records, md_path);
     if flags.loader_bound {
