@@ -7,7 +7,7 @@
 mod common;
 mod contract_model;
 
-use common::{TestServer, assert_json, custom_db, settings, with_redis};
+use common::{TestServer, assert_json, custom_db, request_line_probes, settings, with_redis};
 use contract_model::{BAD_REGION, MALFORMED_STORED, assert_agrees};
 use serde_json::json;
 
@@ -182,94 +182,12 @@ fn edge_probes() -> Vec<(&'static str, String)> {
     };
     let mut probes: Vec<(&'static str, String)> =
         edge_rows().iter().filter(|r| !LAST_ROWS.contains(&r.0.as_str())).flat_map(|r| row_probes(&r.0)).collect();
-    let get = |t: &str| ("GET", t.to_string());
-    // Ids as sent on the request line: raw `+`, an encoded slash, encoded ASCII, lower-case hex.
+    probes.extend(request_line_probes());
+    // Keys of Object.prototype as regions of the row that stores `__proto__` and `constructor` as languages.
     probes.extend(
-        [
-            "/v1/metadata/a+b",
-            "/v1/metadata/a%2Fb?region=en",
-            "/v1/metadata/%74rend?region=en",
-            "/v1/metadata/vid%c3%a9%f0%9f%98%80",
-        ]
-        .map(get),
+        ["/v1/metadata/proto?region=__proto__", "/v1/metadata/proto?region=constructor"]
+            .map(|t| ("GET", t.to_string())),
     );
-    // The region parameter as URLSearchParams reads it, and the 35-character limit.
-    let (r35, r36) = (format!("region={}", "a".repeat(35)), format!("region={}", "a".repeat(36)));
-    for query in [
-        "region=",
-        "region",
-        "region=%6Aa",
-        "region=zh%2DTW",
-        "region=ja&region=zh-TW",
-        "x=1&region=zh-TW",
-        "&&region=zh-TW&",
-        "REGION=zh-TW",
-        "%72egion=zh-TW",
-        "region=+en",
-        "region=en+",
-        "region=zh-tw",
-        "region=EN",
-        &r35,
-        &r36,
-        "region=%E0",
-        "region=en%0A",
-        "region=en%00",
-        "region=e_n",
-        "region=constructor",
-        "region=__proto__",
-        "region=toString",
-        "region=%",
-        "region=%zz",
-        "",
-    ] {
-        probes.push(("GET", format!("/v1/metadata/trend?{query}")));
-    }
-    probes.extend(
-        [
-            "/v1/metadata/proto?region=__proto__",
-            "/v1/metadata/proto?region=constructor",
-            // Which check wins: a malformed id before a bad region, a bad region before the lookup.
-            "/v1/metadata/%E0%A4%A?region=bad!",
-            "/v1/metadata/nope?region=bad!",
-            "/v1/metadata/nope?region=xx",
-            // decodeURIComponent's refusals: a cut sequence, a surrogate, an overlong form, bad hex, a lone %,
-            // a code point above U+10FFFF.
-            "/v1/metadata/%C3",
-            "/v1/metadata/%ED%A0%80",
-            "/v1/metadata/%C0%80",
-            "/v1/metadata/%ZZ",
-            "/v1/metadata/abc%",
-            "/v1/metadata/%F4%90%80%80",
-            // Near misses of the two routes.
-            "/v1/metadata/",
-            "/v1/metadata/?region=en",
-            "/v1/metadata",
-            "/v1/metadata/a/b",
-            "/v1/metadata/trend/",
-            "/v1/metadataX",
-            "/V1/metadata/trend",
-            "/",
-            "/healthz/",
-            "/healthz?x=1",
-        ]
-        .map(get),
-    );
-    for (method, target) in [
-        ("HEAD", "/v1/metadata/trend?region=zh-TW"),
-        ("HEAD", "/v1/metadata/nope"),
-        ("HEAD", "/healthz"),
-        ("HEAD", "/nope"),
-        ("PUT", "/v1/metadata/trend"),
-        ("DELETE", "/v1/metadata/trend"),
-        ("OPTIONS", "/v1/metadata/trend"),
-        ("PATCH", "/v1/metadata/trend"),
-        ("POST", "/v1/metadata/%E0%A4%A"),
-        ("POST", "/nope"),
-        ("POST", "/v1/metadata/"),
-        ("POST", "/healthz"),
-    ] {
-        probes.push((method, target.to_string()));
-    }
     probes.extend(LAST_ROWS.iter().flat_map(|id| row_probes(id)));
     probes
 }

@@ -131,6 +131,128 @@ pub fn expected_body(
     .to_string()
 }
 
+/// Probes of the request line that the contract alone answers, whatever the rows beyond a `trend` row (with
+/// en and zh-TW) and no `nope` row: ids as sent on the request line, the region parameter as URLSearchParams
+/// reads it, which check wins, decodeURIComponent's refusals, near misses of the two routes, and methods on
+/// every route. The edge tests send them all: edges.rs against the model, php.rs against metadata-rs.
+pub fn request_line_probes() -> Vec<(&'static str, String)> {
+    let get = |t: &str| ("GET", t.to_string());
+    // Ids as sent on the request line: raw `+`, an encoded slash (once and twice), encoded ASCII, lower-case
+    // hex, dot segments.
+    let mut probes: Vec<(&'static str, String)> = [
+        "/v1/metadata/a+b",
+        "/v1/metadata/a%2Fb?region=en",
+        "/v1/metadata/a%252Fb",
+        "/v1/metadata/%74rend?region=en",
+        "/v1/metadata/%74rend?region=zh-TW",
+        "/v1/metadata/vid%c3%a9%f0%9f%98%80",
+        "/v1/metadata/%2e%2e",
+        "/v1/metadata/..%2F..%2Fetc%2Fpasswd",
+        "/v1/metadata/%2F",
+        "/v1/metadata/%3F?region=ja",
+    ]
+    .map(get)
+    .into();
+    // The region parameter as URLSearchParams reads it, and the 35-character limit.
+    let (r35, r36) = (format!("region={}", "a".repeat(35)), format!("region={}", "a".repeat(36)));
+    for query in [
+        "region=",
+        "region",
+        "region=%6Aa",
+        "region=zh%2DTW",
+        "region=ja&region=zh-TW",
+        "x=1&region=zh-TW",
+        "&&region=zh-TW&",
+        "REGION=zh-TW",
+        "%72egion=zh-TW",
+        "regio%6E=zh-TW",
+        "region=+en",
+        "region=en+",
+        "region=a+b",
+        "region=zh-tw",
+        "region=EN",
+        &r35,
+        &r36,
+        "region=%E0",
+        "region=%C3%A9",
+        "region=en%0A",
+        "region=en%00",
+        "region=e_n",
+        "region=x;drop",
+        "region=zh%2FTW",
+        "region=constructor",
+        "region=__proto__",
+        "region=toString",
+        "region=%",
+        "region=%zz",
+        "region=%2",
+        "region==en",
+        "region=en=",
+        "",
+    ] {
+        probes.push(("GET", format!("/v1/metadata/trend?{query}")));
+    }
+    probes.extend(
+        [
+            // Which check wins: a malformed id before a bad region, a bad region before the lookup.
+            "/v1/metadata/%E0%A4%A?region=bad!",
+            "/v1/metadata/nope?region=bad!",
+            "/v1/metadata/nope?region=xx",
+            // decodeURIComponent's refusals: a cut sequence, a surrogate, an overlong form, bad hex, a lone %,
+            // a code point above U+10FFFF, a lone continuation byte.
+            "/v1/metadata/%C3",
+            "/v1/metadata/%ED%A0%80",
+            "/v1/metadata/%C0%80",
+            "/v1/metadata/%ZZ",
+            "/v1/metadata/abc%",
+            "/v1/metadata/abc%4",
+            "/v1/metadata/%F4%90%80%80",
+            "/v1/metadata/%80",
+            "/v1/metadata/abc%FF",
+            // Near misses of the two routes.
+            "/v1/metadata/",
+            "/v1/metadata/?region=en",
+            "/v1/metadata",
+            "/v1/metadata/a/b",
+            "/v1/metadata/trend/",
+            "/v1/metadataX",
+            "/V1/metadata/trend",
+            "/v1//metadata/trend",
+            "//v1/metadata/trend",
+            "/",
+            "/index.php",
+            "/metadata.php",
+            "/healthz/",
+            "/healthz?x=1",
+            "/HEALTHZ",
+        ]
+        .map(get),
+    );
+    for (method, target) in [
+        ("HEAD", "/v1/metadata/trend?region=zh-TW"),
+        ("HEAD", "/v1/metadata/nope"),
+        ("HEAD", "/v1/metadata/%zz"),
+        ("HEAD", "/healthz"),
+        ("HEAD", "/nope"),
+        ("POST", "/v1/metadata/trend"),
+        ("PUT", "/v1/metadata/trend"),
+        ("DELETE", "/v1/metadata/trend"),
+        ("OPTIONS", "/v1/metadata/trend"),
+        ("PATCH", "/v1/metadata/trend"),
+        ("TRACE", "/v1/metadata/trend"),
+        ("PROPFIND", "/v1/metadata/trend"),
+        ("POST", "/v1/metadata/%E0%A4%A"),
+        ("POST", "/nope"),
+        ("POST", "/v1/metadata/"),
+        ("POST", "/healthz"),
+        ("TRACE", "/healthz"),
+        ("OPTIONS", "/healthz"),
+    ] {
+        probes.push((method, target.to_string()));
+    }
+    probes
+}
+
 pub fn assert_json(res: &Response, status: u16, body: &str, what: &str) {
     assert_eq!(res.status, status, "{what}: status; body {:?}", res.text());
     assert_eq!(res.header("content-type"), Some("application/json"), "{what}: content-type");
