@@ -4,7 +4,16 @@
 #   - the pinned Bun and Node 22 peers from bench/peers/package-lock.json (npm ci)
 #   - the release builds of flight-rs, scribe-rs, metadata-rs, ladder-rs, loadgen and compare
 # Everything comes from the package registries this project may use (apt, npm, crates.io).
+#   bash bench/setup.sh --rust-only   # the release builds alone, --locked (the test command's performance
+#                                     # gate: the same packages, so the same features, as the budget's figures)
 set -euo pipefail
+
+rust_only=0
+case "${1:-}" in
+  --rust-only) rust_only=1 ;;
+  "") ;;
+  *) echo "setup: unknown argument $1 (only --rust-only)" >&2; exit 64 ;;
+esac
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
@@ -24,6 +33,12 @@ apt_install() {
   fi
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
 }
+
+release=(cargo build --release -p flight -p loadgen -p scribe -p metadata -p ladder -p compare -p upstream -p delay-proxy)
+if [ "$rust_only" -eq 1 ]; then
+  echo "setup: ${release[*]} --locked"
+  cd "$repo" && exec "${release[@]}" --locked
+fi
 
 # 1. wrk (compare calibrate's second loader) and taskset (compare pins every process with it).
 need=()
@@ -53,7 +68,7 @@ fi
 
 # 3. The Rust servers, load generator and compare (target/release/…, or under
 # $CARGO_TARGET_DIR when set). cargo itself decides whether anything changed, so this is cheap when up to date.
-echo "setup: cargo build --release -p flight -p loadgen -p scribe -p metadata -p ladder -p compare -p upstream -p delay-proxy"
-(cd "$repo" && cargo build --release -p flight -p loadgen -p scribe -p metadata -p ladder -p compare -p upstream -p delay-proxy)
+echo "setup: ${release[*]}"
+(cd "$repo" && "${release[@]}")
 
 echo "setup: ok (bun $("$bun_bin" --version), node $("$node_bin" --version), $(wrk --version 2>&1 | head -n1 | cut -d' ' -f1-2))"

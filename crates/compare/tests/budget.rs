@@ -35,7 +35,7 @@ fn update_then_the_gate_passes_the_same_binary_and_fails_a_budget_below_it() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("budget.toml");
     std::fs::write(&file, CELLS).expect("write the budget");
-    let out = budget(&file, &["--update", "--rounds", "2"]);
+    let out = budget(&file, &["--update", "--rounds", "1"]);
     assert!(out.status.success(), "--update failed:\n{}", text(&out));
     let written = std::fs::read_to_string(&file).expect("budget rewritten");
     assert!(!written.contains("instructions = 1\n"), "figures measured:\n{written}");

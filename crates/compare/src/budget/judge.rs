@@ -11,6 +11,7 @@ use anyhow::Context;
 use crate::budget::file::{self, Cell};
 use crate::budget::meter::{self, Instructions, Syscalls};
 use crate::stats::{median, spread};
+use crate::table::Table;
 
 /// Functions below this many own instructions per response are left out of the profile.
 const PROFILE_FLOOR: f64 = 1.0;
@@ -97,10 +98,16 @@ pub fn verdict(cell: &Cell, m: &Measurement) -> Verdict {
 
 /// The Markdown table of every cell: budget, measured, change and verdict (without verdicts: `--update`'s).
 pub fn table(cells: &[Cell], measured: &[Measurement], verdicts: Option<&[Verdict]>) -> String {
-    let mut out = String::from(
-        "| cell | instructions/resp budget | measured | change | syscalls/resp budget | measured | rounds | verdict |\n\
-         |---|---|---|---|---|---|---|---|\n",
-    );
+    let mut table = Table::new([
+        "cell",
+        "instructions/resp budget",
+        "measured",
+        "change",
+        "syscalls/resp budget",
+        "measured",
+        "rounds",
+        "verdict",
+    ]);
     for (i, (c, m)) in cells.iter().zip(measured).enumerate() {
         let ins = m.instructions_per_response().unwrap_or(f64::NAN);
         let sys = m.syscalls_per_response().unwrap_or(f64::NAN);
@@ -118,18 +125,18 @@ pub fn table(cells: &[Cell], measured: &[Measurement], verdicts: Option<&[Verdic
                 format!("**over budget**: {}", why.join(", "))
             }
         };
-        let _ = writeln!(
-            out,
-            "| {} | {} ± {}% | {ins:.0} | {:+.2}% | {:.2} ± {:.2} | {sys:.2} | {} | {verdict} |",
+        table.row([
             c.name(),
-            c.instructions,
-            c.tolerance_pct,
-            (ins / c.instructions as f64 - 1.0) * 100.0,
-            c.syscalls,
-            c.syscalls_tolerance,
-            m.instructions.len()
-        );
+            format!("{} ± {}%", c.instructions, c.tolerance_pct),
+            format!("{ins:.0}"),
+            format!("{:+.2}%", (ins / c.instructions as f64 - 1.0) * 100.0),
+            format!("{:.2} ± {:.2}", c.syscalls, c.syscalls_tolerance),
+            format!("{sys:.2}"),
+            m.instructions.len().to_string(),
+            verdict,
+        ]);
     }
+    let mut out = table.finish();
     let _ = write!(
         out,
         "\nOne connection, closed loop, {:?} warmup then a {:?} window per measurement; instructions are the \
@@ -154,14 +161,15 @@ pub fn growth(cell: &Cell, m: &Measurement, profile: &Profile) -> String {
         .chain(before.iter().filter(|(f, _)| !now.contains_key(*f)).map(|(f, &b)| (-b, f.as_str(), b, 0.0)))
         .collect();
     rows.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let mut out = format!(
-        "\n{}: the {GROWTH_ROWS} functions whose own instructions per response grew most\n\n\
-         | growth | budgeted | measured | function |\n|---|---|---|---|\n",
-        cell.name()
-    );
+    let mut table = Table::new(["growth", "budgeted", "measured", "function"]);
     for (delta, f, b, n) in rows.iter().take(GROWTH_ROWS) {
-        let _ = writeln!(out, "| {delta:+.1} | {b:.1} | {n:.1} | `{f}` |");
+        table.row([format!("{delta:+.1}"), format!("{b:.1}"), format!("{n:.1}"), format!("`{f}`")]);
     }
+    let mut out = format!(
+        "\n{}: the {GROWTH_ROWS} functions whose own instructions per response grew most\n\n{}",
+        cell.name(),
+        table.finish()
+    );
     if before.is_empty() {
         out.push_str("\n(no committed profile for this cell: every function counts as new)\n");
     }
