@@ -40,6 +40,22 @@ pub struct GenDataArgs {
     pub force: bool,
 }
 
+impl GenDataArgs {
+    /// `gen-data`'s defaults but for these: metadata.db and sample_ids.txt in `dir`, `rows` rows, `samples`
+    /// sample ids, and `seed` (the tests' datasets, each in its own temp dir).
+    pub fn in_dir(dir: &Path, rows: u64, samples: u64, seed: u64) -> GenDataArgs {
+        GenDataArgs {
+            db: dir.join("metadata.db"),
+            ids: dir.join("sample_ids.txt"),
+            rows,
+            seed,
+            samples,
+            absent_percent: 1.0,
+            force: false,
+        }
+    }
+}
+
 /// What was written, for the summary line and the tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Generated {

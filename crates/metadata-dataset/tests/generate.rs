@@ -15,7 +15,7 @@ struct Dataset {
 impl Dataset {
     fn generate(rows: u64, samples: u64, seed: u64) -> Dataset {
         let dir = tempfile::tempdir().expect("temp dir");
-        let generated = metadata_dataset::run(&gen_args(dir.path(), rows, samples, seed)).expect("gen-data");
+        let generated = metadata_dataset::run(&GenDataArgs::in_dir(dir.path(), rows, samples, seed)).expect("gen-data");
         Dataset { dir, generated }
     }
 
@@ -33,19 +33,6 @@ impl Dataset {
 
     fn open_rw(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(self.db()).expect("open read-write")
-    }
-}
-
-/// `gen-data`'s defaults except the file names, sizes and seed.
-fn gen_args(dir: &Path, rows: u64, samples: u64, seed: u64) -> GenDataArgs {
-    GenDataArgs {
-        db: dir.join("metadata.db"),
-        ids: dir.join("sample_ids.txt"),
-        rows,
-        seed,
-        samples,
-        absent_percent: 1.0,
-        force: false,
     }
 }
 
@@ -119,7 +106,7 @@ fn rows_look_like_the_contract_says() {
 #[test]
 fn refuses_to_overwrite_without_force() {
     let dir = tempfile::tempdir().expect("dir");
-    let args = gen_args(dir.path(), 10, 10, 1);
+    let args = GenDataArgs::in_dir(dir.path(), 10, 10, 1);
     metadata_dataset::run(&args).expect("first run");
     let err = metadata_dataset::run(&args).expect_err("second run without --force");
     assert!(err.to_string().contains("--force"), "{err}");

@@ -46,14 +46,10 @@ pub struct Dataset {
 impl Dataset {
     pub fn generate(rows: u64) -> Dataset {
         let dir = tempfile::tempdir().expect("temp dir");
+        // No absent ids: every sample id names a row.
         let args = metadata_dataset::GenDataArgs {
-            db: dir.path().join("metadata.db"),
-            ids: dir.path().join("sample_ids.txt"),
-            rows,
-            seed: 1,
-            samples: 20,
             absent_percent: 0.0,
-            force: false,
+            ..metadata_dataset::GenDataArgs::in_dir(dir.path(), rows, 20, 1)
         };
         metadata_dataset::run(&args).expect("gen-data");
         let data = Dataset { dir };

@@ -25,7 +25,7 @@ pub struct Dataset {
 impl Dataset {
     pub fn generate(rows: u64, samples: u64, seed: u64) -> Dataset {
         let dir = tempfile::tempdir().expect("temp dir");
-        let generated = metadata_dataset::run(&gen_args(dir.path(), rows, samples, seed)).expect("gen-data");
+        let generated = metadata_dataset::run(&GenDataArgs::in_dir(dir.path(), rows, samples, seed)).expect("gen-data");
         Dataset { dir, generated }
     }
 
@@ -44,18 +44,6 @@ impl Dataset {
     /// A read-write connection for the test's own reads and edits (WAL: the server keeps reading meanwhile).
     pub fn open_rw(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(self.db()).expect("open read-write")
-    }
-}
-
-pub fn gen_args(dir: &Path, rows: u64, samples: u64, seed: u64) -> GenDataArgs {
-    GenDataArgs {
-        db: dir.join("metadata.db"),
-        ids: dir.join("sample_ids.txt"),
-        rows,
-        seed,
-        samples,
-        absent_percent: 1.0,
-        force: false,
     }
 }
 
