@@ -286,7 +286,6 @@ fn step_line(number: usize, step: &Step) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn args(extra: &[&str]) -> CapacitySettings {
         let argv = ["loadgen", "capacity", "--p99", "10ms", "http://127.0.0.1:1/"].iter().chain(extra);
@@ -357,8 +356,7 @@ mod tests {
     /// `busy_pct` busy, `errors` timeouts.
     fn step_report(rate: f64, responses: u64, p99_us: u64, busy_pct: u64, errors: u64) -> Report {
         let command = ["loadgen", "-c", "8", "-d", "1s", "-R", &rate.to_string(), "http://127.0.0.1:1/"];
-        let cli = crate::cli::Cli::try_parse_from(command).unwrap_or_else(|e| panic!("{e}"));
-        let settings = cli.run.settings().unwrap_or_else(|e| panic!("{e}"));
+        let settings = crate::cli::run_settings_of(&command);
         let mut w = crate::stats::WorkerStats::new(true);
         w.responses = responses;
         for i in 0..responses {

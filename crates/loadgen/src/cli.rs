@@ -589,6 +589,14 @@ fn parse_cpus(raw: &str) -> Result<Vec<usize>, SettingsError> {
     })
 }
 
+/// A run's settings from its command line, program name first: how the unit tests of the report's parts
+/// (merge, render, capacity) say what run they stand for.
+#[cfg(test)]
+pub(crate) fn run_settings_of<T: AsRef<str>>(command: &[T]) -> RunSettings {
+    let cli = parse_from(command.iter().map(AsRef::as_ref)).unwrap_or_else(|e| panic!("{e}"));
+    cli.run.settings().unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

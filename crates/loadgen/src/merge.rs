@@ -220,7 +220,6 @@ mod tests {
     use super::*;
     use crate::report::{RunConfig, RunMeta};
     use crate::stats::WorkerStats;
-    use clap::Parser;
 
     /// A run as `loadgen -tN -cN -d10s --warmup 1s [-R RATE --schedule poisson] URL` would record it, one thread
     /// per CPU.
@@ -230,11 +229,7 @@ mod tests {
         command.extend(["-d10s".into(), "--warmup=1s".into()]);
         command.extend(rate.into_iter().flat_map(|r| [format!("-R{r}"), "--schedule=poisson".into()]));
         command.push(url.into());
-        let mut settings = crate::cli::Cli::try_parse_from(&command)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .run
-            .settings()
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut settings = crate::cli::run_settings_of(&command);
         settings.pins = Some((0..threads as usize).collect());
         RunMeta {
             config: RunConfig::new(&settings, threads as usize, "url".into(), "epoll"),

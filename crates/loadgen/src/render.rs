@@ -345,7 +345,6 @@ mod tests {
     use super::*;
     use crate::report::{RunConfig, RunMeta};
     use crate::stats::WorkerStats;
-    use clap::Parser;
 
     /// A run as `loadgen -c64 [-R RATE] URL` would record it, its one thread pinned to CPU 1.
     fn meta(rate: Option<f64>) -> RunMeta {
@@ -353,11 +352,7 @@ mod tests {
         let mut command = vec!["loadgen".to_string(), "-c64".into()];
         command.extend(rate.map(|r| format!("-R{r}")));
         command.push(url.into());
-        let mut settings = crate::cli::Cli::try_parse_from(&command)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .run
-            .settings()
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut settings = crate::cli::run_settings_of(&command);
         settings.pins = Some(vec![1]);
         RunMeta {
             config: RunConfig::new(&settings, 1, "url".into(), "epoll"),
