@@ -32,17 +32,28 @@ const GOAWAY_GRACE: Duration = Duration::from_secs(1);
 
 type Io<I> = TokioIo<IdleIo<I>>;
 
+// pin_project_lite takes one bound per line of a where clause: the bounds every type here puts on its connection
+// and on its service are named once, as traits that every type with those bounds implements.
+
+/// What a connection is read from and written to: a TCP or TLS stream.
+pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + 'static {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + 'static> Transport for T {}
+
+/// The server's service, one clone per connection.
+pub(crate) trait AppService:
+    Service<Request, Response = Response, Error = Infallible> + Clone + 'static
+{
+}
+
+impl<T: Service<Request, Response = Response, Error = Infallible> + Clone + 'static> AppService for T {}
+
 pin_project_lite::pin_project! {
     #[project = ProtocolProj]
     pub(crate) enum Protocol<I, S>
     where
-        I: AsyncRead,
-        I: AsyncWrite,
-        I: Unpin,
-        I: 'static,
-        S: Service<Request, Response = Response, Error = Infallible>,
-        S: Clone,
-        S: 'static,
+        I: Transport,
+        S: AppService,
     {
         Http1 { #[pin] conn: http1::Connection<Io<I>, ConnService<S>> },
         Http2 { #[pin] conn: http2::Connection<Io<I>, ConnService<S>, LocalExec>, handle: ConnHandle },
@@ -51,8 +62,8 @@ pin_project_lite::pin_project! {
 
 impl<I, S> Protocol<I, S>
 where
-    I: AsyncRead + AsyncWrite + Unpin + 'static,
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
+    I: Transport,
+    S: AppService,
 {
     fn graceful_shutdown(self: Pin<&mut Self>) {
         match self.project() {
@@ -66,13 +77,8 @@ pin_project_lite::pin_project! {
     /// One connection being served; ends when the connection does.
     pub(crate) struct Serving<I, S>
     where
-        I: AsyncRead,
-        I: AsyncWrite,
-        I: Unpin,
-        I: 'static,
-        S: Service<Request, Response = Response, Error = Infallible>,
-        S: Clone,
-        S: 'static,
+        I: Transport,
+        S: AppService,
     {
         #[pin]
         protocol: Protocol<I, S>,
@@ -89,8 +95,8 @@ pin_project_lite::pin_project! {
 
 impl<I, S> Serving<I, S>
 where
-    I: AsyncRead + AsyncWrite + Unpin + 'static,
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
+    I: Transport,
+    S: AppService,
 {
     pub(crate) fn new(protocol: Protocol<I, S>, live: &Live) -> Self {
         Serving { protocol, stopping: false, registered: false, closing: None, _live: live.guard() }
@@ -99,8 +105,8 @@ where
 
 impl<I, S> Future for Serving<I, S>
 where
-    I: AsyncRead + AsyncWrite + Unpin + 'static,
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + 'static,
+    I: Transport,
+    S: AppService,
 {
     /// The connection's own error (bad request bytes, a deadline, a reset): an outcome, not a server failure.
     type Output = Result<(), hyper::Error>;
