@@ -552,9 +552,12 @@ fn compare_images_measures_every_image() {
     let ran = run(cmd, Duration::from_secs(300));
     assert!(ran.ok(), "{compare} images: {}", ran.tail(8));
 
+    // compare writes each result into a folder of its own, `<out-dir>/<UTC stamp>/`.
     let records: Vec<_> = std::fs::read_dir(out_dir.path())
         .expect("compare's out dir")
         .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .flat_map(|folder| std::fs::read_dir(folder).into_iter().flatten().filter_map(|e| e.ok().map(|e| e.path())))
         .filter(|p| p.to_string_lossy().ends_with("-images.json"))
         .collect();
     assert_eq!(records.len(), 1, "compare images wrote {records:?} into {out_arg}, not one *-images.json");
