@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, and .ci/run): installs what tests need, then format check, clippy with
 # warnings as errors, every test in the workspace (debug build; real redis-server, PostgreSQL, sockets), the
-# performance gate on the release build (compare budget: instructions and syscalls per response against
-# bench/budget.toml), the compose stack built and run on podman, and a bounded fuzzing run of every fuzz target.
+# compose stack built and run on podman, and a bounded fuzzing run of every fuzz target.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -22,21 +21,12 @@ bash scripts/install-test-deps.sh
 # PostgreSQL-backed cell to a stall; the price is a few minutes of build after the tests.
 bash scripts/fuzz.sh --fetch-only
 fuzz_build_log="$(mktemp)"
-# The performance gate's release binaries (compare budget, below) build the same way, beside it: the release
-# build bench/setup.sh makes (the same packages, so the same features, as the budget's figures).
-release_build_log="$(mktemp)"
 set -m
 chrt --idle 0 bash scripts/fuzz.sh --build-only >"$fuzz_build_log" 2>&1 &
 fuzz_build=$!
-chrt --idle 0 bash bench/setup.sh --rust-only >"$release_build_log" 2>&1 &
-release_build=$!
 set +m
-background() { # signal every background build's group
-  kill "$1" -- -"$fuzz_build" 2>/dev/null || true
-  kill "$1" -- -"$release_build" 2>/dev/null || true
-}
 # A stopped group gets its SIGTERM once continued.
-trap 'background -TERM; background -CONT; rm -f "$fuzz_build_log" "$release_build_log"' EXIT
+trap 'kill -- -"$fuzz_build" 2>/dev/null || true; kill -CONT -- -"$fuzz_build" 2>/dev/null || true; rm -f "$fuzz_build_log"' EXIT
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -48,7 +38,7 @@ echo "== build"
 # test runs cargo itself, so none waits on the cargo lock.
 cargo build --workspace --all-targets --locked
 echo "== tests"
-background -STOP
+kill -STOP -- -"$fuzz_build" 2>/dev/null || true
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast
   # loadgen's tests again on its other engine: the run above took io_uring where the kernel allows it. A filter
@@ -61,7 +51,7 @@ else
   cargo test --workspace --locked --no-fail-fast
   LOADGEN_ENGINE=epoll cargo test -p loadgen --locked --no-fail-fast
 fi
-background -CONT
+kill -CONT -- -"$fuzz_build" 2>/dev/null || true
 # The peers' HTTPS (bench/peers/tls.mjs): each TLS peer's answer, pinned suite and group, resumption on and
 # off, plaintext refused on the TLS port, bad settings exit 64 (about 11 s).
 echo "== peers over TLS"
@@ -70,19 +60,6 @@ bash bench/peers/test-tls.sh
 # no connection-specific header, 16 streams on one connection, two processes, HTTP2=bogus exits 64 (about 35 s).
 echo "== peers over HTTP/2"
 bash bench/peers/test-h2.sh
-# The performance gate (crates/compare/README.md, "The budget"): each cell of bench/budget.toml, the release
-# build's instructions and syscalls per response under callgrind and strace, against its budget (2-3 min).
-echo "== performance budget"
-if ! wait "$release_build"; then
-  cat "$release_build_log" >&2
-  echo "== the release build failed (above)" >&2
-  exit 1
-fi
-# Alone on the machine: the fuzz build waits (instruction counts would not move, a Redis-backed cell's
-# syscalls per response do with timing).
-kill -STOP -- -"$fuzz_build" 2>/dev/null || true
-target/debug/compare budget --bin-dir target/release
-kill -CONT -- -"$fuzz_build" 2>/dev/null || true
 # The container stack, for real (scripts/compose-check.sh, deploy/podman/README.md): every image built, the
 # stack up on podman, checked from the host, a PostgreSQL outage, down. The images take the binaries built
 # above (debug info stripped), so no second, release build of the workspace runs inside a container; the
@@ -97,6 +74,6 @@ if ! wait "$fuzz_build"; then
   echo "== the fuzz targets' build failed (above)" >&2
   exit 1
 fi
-trap 'rm -f "$fuzz_build_log" "$release_build_log"' EXIT
+trap 'rm -f "$fuzz_build_log"' EXIT
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 echo "== all tests passed"
