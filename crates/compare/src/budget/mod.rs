@@ -94,7 +94,7 @@ pub fn command(args: &BudgetArgs) -> ExitCode {
     };
     let missing: Vec<String> = TOOLS
         .iter()
-        .filter(|(tool, _)| which(tool).is_none())
+        .filter(|(tool, _)| !crate::plan::prerequisites::on_path(tool))
         .map(|(tool, package)| format!("{tool} (Debian: {package})"))
         .collect();
     if !missing.is_empty() {
@@ -211,10 +211,4 @@ fn measure_all(cfg: &Config, cells: &[Cell], rounds: u32, update: bool) -> anyho
         }
     }
     Ok(out.into_iter().map(Option::unwrap_or_default).collect())
-}
-
-/// The path of `tool` on PATH.
-fn which(tool: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(tool)).find(|p| p.is_file())
 }

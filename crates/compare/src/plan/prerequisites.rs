@@ -124,7 +124,7 @@ fn missing_rust_binaries(workloads: &[Workload], paths: &Paths) -> Vec<String> {
     missing
 }
 
-fn on_path(program: &str) -> bool {
+pub fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
