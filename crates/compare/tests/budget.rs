@@ -27,8 +27,9 @@ fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
-const CELLS: &str = "[[cell]]\nserver = \"flight-rs\"\nworkload = \"hello-bare\"\ninstructions = 1\nsyscalls = 0.0\n\n\
-[[cell]]\nserver = \"loadgen\"\nworkload = \"hello-bare\"\ninstructions = 1\nsyscalls = 0.0\n";
+const CELLS: &str = "[[cell]]\nserver = \"flight-rs\"\nworkload = \"hello-bare\"\ninstructions = 1\nallocations = 0.0\n\
+syscalls = 0.0\n\n[[cell]]\nserver = \"loadgen\"\nworkload = \"hello-bare\"\ninstructions = 1\nallocations = 0.0\n\
+syscalls = 0.0\n";
 
 #[test]
 fn update_then_the_gate_passes_the_same_binary_and_fails_a_budget_below_it() {
@@ -47,18 +48,28 @@ fn update_then_the_gate_passes_the_same_binary_and_fails_a_budget_below_it() {
     assert_eq!(out.status.code(), Some(0), "the same binary is within its budget:\n{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("| flight-rs/hello-bare |"), "{}", text(&out));
 
-    // flight-rs's budget cut by a third: over it, re-measured, and the grown functions named.
+    // flight-rs's instructions budget cut by a third and one allocation per response fewer allowed: over both,
+    // re-measured, and for each figure the functions that grew named.
     let cells = compare::budget::file::read(&file).expect("budget reads");
-    let cut = cells[0].instructions * 2 / 3;
-    let tight =
-        written.replacen(&format!("instructions = {}\n", cells[0].instructions), &format!("instructions = {cut}\n"), 1);
+    let flight = &cells[0];
+    assert!(flight.allocations >= 1.0, "hello-bare allocates per response:\n{written}");
+    let cut = flight.instructions * 2 / 3;
+    let tight = written
+        .replacen(&format!("instructions = {}\n", flight.instructions), &format!("instructions = {cut}\n"), 1)
+        .replacen(
+            &format!("allocations = {:.2}\n", flight.allocations),
+            &format!("allocations = {:.2}\n", flight.allocations - 1.0),
+            1,
+        );
     std::fs::write(&file, tight).expect("write the tight budget");
     let out = budget(&file, &[]);
     let all = text(&out);
     assert_eq!(out.status.code(), Some(1), "over budget:\n{all}");
     assert!(all.contains("**over budget**: instructions +"), "{all}");
+    assert!(all.contains("allocations +1.0"), "{all}");
     assert!(all.contains("flight-rs/hello-bare round 3"), "an over-budget cell is measured three times:\n{all}");
     assert!(all.contains("the 10 functions whose own instructions per response grew most"), "{all}");
+    assert!(all.contains("the 10 functions whose allocations per response grew most"), "{all}");
 }
 
 #[test]
@@ -68,7 +79,8 @@ fn a_bad_budget_file_is_refused_with_its_line() {
     for (bad, want) in [
         (CELLS.replacen("hello-bare", "hello-bear", 1), "line 3: unknown workload \"hello-bear\""),
         (CELLS.replacen("\"flight-rs\"", "\"node\"", 1), "line 2: unknown server \"node\" for hello-bare"),
-        (CELLS.replacen("syscalls = 0.0", "tolerance = \"two\"\nsyscalls = 0.0", 1), "line 5: tolerance \"two\""),
+        (CELLS.replacen("syscalls = 0.0", "tolerance = \"two\"\nsyscalls = 0.0", 1), "line 6: tolerance \"two\""),
+        (CELLS.replacen("allocations = 0.0", "allocations = -2.0", 1), "line 5: allocations must be a non-negative"),
     ] {
         std::fs::write(&file, bad).expect("write");
         let out = budget(&file, &[]);

@@ -1,5 +1,5 @@
-//! The budget file (`bench/budget.toml`): per cell, the instructions and system calls per response the gate
-//! holds a commit to. Read strictly, like the claims ledger: a cell naming an unknown server or workload, a
+//! The budget file (`bench/budget.toml`): per cell, the instructions, allocations and system calls per
+//! response the gate holds a commit to. Read strictly, like the claims ledger: a cell naming an unknown server or workload, a
 //! server that does not serve that workload, a malformed tolerance or a field the format does not have is
 //! refused with its line. `compare budget --update` writes it back in the same layout.
 //!
@@ -7,8 +7,10 @@
 //! [[cell]]
 //! server = "flight-rs"       # the rust server of the workload, or "loadgen" (its cost per request sent)
 //! workload = "hello-bare"    # a compare workload
-//! instructions = 9188        # user-space instructions per response, callgrind
+//! instructions = 9188        # user-space instructions per response outside the allocator, callgrind
 //! tolerance = "2%"           # how far above `instructions` a measurement may land
+//! allocations = 4.0          # allocating calls into the allocator per response, callgrind
+//! allocations_tolerance = 0.05  # how many more per response a measurement may make
 //! syscalls = 3.0             # system calls per response, strace -c -f
 //! syscalls_tolerance = 0.05  # how many more per response a measurement may make
 //! spread = "0.12%"           # optional: the instructions' spread over the rounds that set the budget
@@ -30,11 +32,11 @@ pub const DEFAULT_PATH: &str = "bench/budget.toml";
 /// The tolerance a cell gets when the file names none, and the least `--update` writes.
 pub const DEFAULT_TOLERANCE_PCT: f64 = 2.0;
 
-/// System calls per response a cell may make above its budget when the file names no tolerance, and the
-/// least `--update` writes: one more call on one response in twenty. With one connection most cells repeat
-/// their count to ±0.01; a cell whose count moves with timing (a cache entry expiring mid-window) gets a
-/// wider one from its measured spread.
-pub const DEFAULT_SYSCALLS_TOLERANCE: f64 = 0.05;
+/// System calls or allocations per response a cell may make above its budget when the file names no
+/// tolerance, and the least `--update` writes: one more on one response in twenty. With one connection most
+/// cells repeat their counts to ±0.01; a cell whose count moves with timing (a cache entry expiring
+/// mid-window) gets a wider one from its measured spread.
+pub const DEFAULT_COUNT_TOLERANCE: f64 = 0.05;
 
 /// The server name of the cell that measures loadgen itself.
 pub const LOADGEN: &str = "loadgen";
@@ -47,6 +49,8 @@ pub struct Cell {
     pub workload: Workload,
     pub instructions: u64,
     pub tolerance_pct: f64,
+    pub allocations: f64,
+    pub allocations_tolerance: f64,
     pub syscalls: f64,
     pub syscalls_tolerance: f64,
     /// The instructions' spread (max − min over median, percent) when the budget was set.
@@ -81,6 +85,8 @@ struct RawCell {
     workload: Spanned<String>,
     instructions: Spanned<i64>,
     tolerance: Option<Spanned<String>>,
+    allocations: Spanned<f64>,
+    allocations_tolerance: Option<Spanned<f64>>,
     syscalls: Spanned<f64>,
     syscalls_tolerance: Option<Spanned<f64>>,
     spread: Option<Spanned<String>>,
@@ -139,17 +145,21 @@ fn checked(text: &str, c: RawCell) -> anyhow::Result<Cell> {
         })?,
         None => DEFAULT_TOLERANCE_PCT,
     };
-    let syscalls = *c.syscalls.get_ref();
-    if !(syscalls.is_finite() && syscalls >= 0.0) {
-        bail!("line {}: syscalls must be a non-negative number", line(c.syscalls.span()));
-    }
-    let syscalls_tolerance = match &c.syscalls_tolerance {
-        Some(t) if !(t.get_ref().is_finite() && *t.get_ref() >= 0.0) => {
-            bail!("line {}: syscalls_tolerance must be a non-negative number", line(t.span()));
+    // A per-response count or its tolerance: a non-negative number.
+    let count = |value: &Spanned<f64>, field: &str| {
+        let v = *value.get_ref();
+        if v.is_finite() && v >= 0.0 {
+            Ok(v)
+        } else {
+            Err(anyhow::anyhow!("line {}: {field} must be a non-negative number", line(value.span())))
         }
-        Some(t) => *t.get_ref(),
-        None => DEFAULT_SYSCALLS_TOLERANCE,
     };
+    let tolerance_of =
+        |t: &Option<Spanned<f64>>, field: &str| t.as_ref().map_or(Ok(DEFAULT_COUNT_TOLERANCE), |t| count(t, field));
+    let allocations = count(&c.allocations, "allocations")?;
+    let allocations_tolerance = tolerance_of(&c.allocations_tolerance, "allocations_tolerance")?;
+    let syscalls = count(&c.syscalls, "syscalls")?;
+    let syscalls_tolerance = tolerance_of(&c.syscalls_tolerance, "syscalls_tolerance")?;
     let spread_pct = match &c.spread {
         Some(s) => Some(
             percent(s.get_ref())
@@ -158,7 +168,18 @@ fn checked(text: &str, c: RawCell) -> anyhow::Result<Cell> {
         None => None,
     };
     let server = server.to_string();
-    Ok(Cell { server, workload, instructions, tolerance_pct, syscalls, syscalls_tolerance, spread_pct, line: at })
+    Ok(Cell {
+        server,
+        workload,
+        instructions,
+        tolerance_pct,
+        allocations,
+        allocations_tolerance,
+        syscalls,
+        syscalls_tolerance,
+        spread_pct,
+        line: at,
+    })
 }
 
 /// `"2%"` or `"0.5 %"` as 2.0 or 0.5; anything else (no sign, negative, not a number) is None.
@@ -176,12 +197,14 @@ pub fn render(cells: &[Cell], header: &str) -> String {
     for c in cells {
         let _ = write!(
             out,
-            "\n[[cell]]\nserver = {:?}\nworkload = {:?}\ninstructions = {}\ntolerance = \"{}%\"\nsyscalls = {:.2}\n\
-             syscalls_tolerance = {:.2}\n",
+            "\n[[cell]]\nserver = {:?}\nworkload = {:?}\ninstructions = {}\ntolerance = \"{}%\"\n\
+             allocations = {:.2}\nallocations_tolerance = {:.2}\nsyscalls = {:.2}\nsyscalls_tolerance = {:.2}\n",
             c.server,
             c.workload.name(),
             c.instructions,
             format_pct(c.tolerance_pct),
+            c.allocations,
+            c.allocations_tolerance,
             c.syscalls,
             c.syscalls_tolerance
         );
@@ -203,8 +226,8 @@ mod tests {
     use super::*;
 
     const GOOD: &str = "# a budget\n[[cell]]\nserver = \"flight-rs\"\nworkload = \"hello-bare\"\ninstructions = 9188\n\
-tolerance = \"2.5%\"\nsyscalls = 3.0\nspread = \"0.12%\"\n\n[[cell]]\nserver = \"loadgen\"\nworkload = \"hello-bare\"\n\
-instructions = 4000\nsyscalls = 2.5\n";
+tolerance = \"2.5%\"\nallocations = 4.0\nsyscalls = 3.0\nspread = \"0.12%\"\n\n[[cell]]\nserver = \"loadgen\"\n\
+workload = \"hello-bare\"\ninstructions = 4000\nallocations = 0.0\nallocations_tolerance = 0.1\nsyscalls = 2.5\n";
 
     #[test]
     fn a_budget_reads_back_what_render_writes() {
@@ -212,7 +235,9 @@ instructions = 4000\nsyscalls = 2.5\n";
         assert_eq!(cells.len(), 2);
         assert_eq!(cells[0].name(), "flight-rs/hello-bare");
         assert_eq!((cells[0].instructions, cells[0].tolerance_pct, cells[0].spread_pct), (9188, 2.5, Some(0.12)));
-        assert_eq!((cells[1].tolerance_pct, cells[1].line), (DEFAULT_TOLERANCE_PCT, 11));
+        assert_eq!((cells[1].tolerance_pct, cells[1].line), (DEFAULT_TOLERANCE_PCT, 12));
+        assert_eq!((cells[0].allocations, cells[0].allocations_tolerance), (4.0, DEFAULT_COUNT_TOLERANCE));
+        assert_eq!(cells[1].allocations_tolerance, 0.1);
         assert!(cells[1].is_loadgen());
         let again = parse(&render(&cells, "header\nsecond line")).expect("render parses");
         let strip = |c: &[Cell]| c.iter().map(|c| Cell { line: 0, ..c.clone() }).collect::<Vec<_>>();
@@ -230,11 +255,14 @@ instructions = 4000\nsyscalls = 2.5\n";
             (GOOD.replace("\"2.5%\"", "\"2.5\""), "line 6: tolerance \"2.5\" is not a percentage"),
             (GOOD.replace("\"2.5%\"", "\"-1%\""), "line 6: tolerance"),
             (GOOD.replace("9188", "0"), "line 5: instructions must be a positive count"),
-            (GOOD.replace("syscalls = 3.0", "syscalls = -1.0"), "line 7: syscalls must be a non-negative number"),
+            (GOOD.replace("syscalls = 3.0", "syscalls = -1.0"), "line 8: syscalls must be a non-negative number"),
+            (GOOD.replace("allocations = 4.0", "allocations = -1.0"), "line 7: allocations must be a non-negative"),
+            (GOOD.replace("allocations_tolerance = 0.1", "allocations_tolerance = -0.1"), "line 16: allocations_t"),
+            (GOOD.replace("allocations = 4.0\n", ""), "missing field `allocations`"),
             (GOOD.replace("spread = ", "sprad = "), "unknown field `sprad`"),
             (
                 GOOD.replace("\"loadgen\"", "\"flight-rs\""),
-                "line 11: flight-rs/hello-bare is already budgeted on line 3",
+                "line 12: flight-rs/hello-bare is already budgeted on line 3",
             ),
             ("# nothing\n".to_string(), "no [[cell]]"),
         ];

@@ -120,8 +120,8 @@ pub fn command(args: &BudgetArgs) -> ExitCode {
             let verdicts: Vec<Verdict> = cells.iter().zip(&measured).map(|(c, m)| judge::verdict(c, m)).collect();
             println!("{}", judge::table(&cells, &measured, Some(&verdicts)));
             for ((cell, m), v) in cells.iter().zip(&measured).zip(&verdicts) {
-                if v.instructions_over() {
-                    println!("{}", judge::growth(cell, m, &profile));
+                if v.instructions_over() || v.allocations_over() {
+                    println!("{}", judge::growth(cell, m, &profile, v));
                 }
             }
             if verdicts.iter().any(|v| !v.passed()) { ExitCode::from(1) } else { ExitCode::SUCCESS }
@@ -200,9 +200,12 @@ fn measure_all(cfg: &Config, cells: &[Cell], rounds: u32, update: bool) -> anyho
                 let ins = meter::instructions(&wr, cell, &dir, &tag).with_context(|| cell.name())?;
                 let sys = meter::syscalls(&wr, cell, &dir, &tag).with_context(|| cell.name())?;
                 eprintln!(
-                    "budget: {} round {round}: {:.0} instructions, {:.2} syscalls per response",
+                    "budget: {} round {round}: {:.0} instructions outside the allocator ({:.0} in it), {:.2} \
+                     allocations, {:.2} syscalls per response",
                     cell.name(),
                     ins.per_response(),
+                    ins.allocator_per_response(),
+                    ins.allocations_per_response(),
                     sys.per_response()
                 );
                 m.push(ins, sys);
