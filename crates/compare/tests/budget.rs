@@ -1,7 +1,7 @@
 //! `compare budget`, the performance gate, end to end on the debug flight-rs and loadgen: `--update` measures
 //! and writes a budget and its profile; the gate passes on the same binary and fails (exit 1, the grown
 //! functions listed) on a budget set below what the binary costs; bad budget files and missing tools are
-//! refused with what is wrong. The figures of a debug build are not the committed budget's (that one is the
+//! refused with what is wrong; every run leaves its record. The figures of a debug build are not the committed budget's (that one is the
 //! release build's, bench/budget.toml); what is tested here is the gate's behaviour.
 
 mod common;
@@ -9,12 +9,15 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// `compare budget --file FILE`, its record written into a `records` folder beside the file.
 fn budget(file: &Path, extra: &[&str]) -> Output {
     let (server, loader) = common::cores();
     Command::new(common::compare_exe())
         .arg("budget")
         .arg("--file")
         .arg(file)
+        .arg("--out-dir")
+        .arg(records(file))
         .arg("--bin-dir")
         .arg(common::bin_dir())
         .args(["--server-cores", &server, "--loader-cores", &loader])
@@ -25,6 +28,10 @@ fn budget(file: &Path, extra: &[&str]) -> Output {
 
 fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn records(file: &Path) -> std::path::PathBuf {
+    file.with_file_name("records")
 }
 
 const CELLS: &str = "[[cell]]\nserver = \"flight-rs\"\nworkload = \"hello-bare\"\ninstructions = 1\nallocations = 0.0\n\
@@ -70,6 +77,20 @@ fn update_then_the_gate_passes_the_same_binary_and_fails_a_budget_below_it() {
     assert!(all.contains("flight-rs/hello-bare round 3"), "an over-budget cell is measured three times:\n{all}");
     assert!(all.contains("the 10 functions whose own instructions per response grew most"), "{all}");
     assert!(all.contains("the 10 functions whose allocations per response grew most"), "{all}");
+    // Each run's record: the update's, the pass's and this failure's, which keeps what was printed.
+    let written: Vec<_> = std::fs::read_dir(records(&file))
+        .expect("records")
+        .flatten()
+        .flat_map(|folder| std::fs::read_dir(folder.path()).expect("a run's folder").flatten())
+        .map(|f| f.path())
+        .filter(|f| f.to_string_lossy().ends_with("-budget.md"))
+        .collect();
+    assert_eq!(written.len(), 3, "{written:?}");
+    let failing =
+        written.iter().map(|f| std::fs::read_to_string(f).expect("record")).find(|t| t.contains("over budget"));
+    let failing = failing.expect("the failing run's record");
+    assert!(failing.starts_with("# compare budget: 1 of 2 cells over budget: flight-rs/hello-bare\n"), "{failing}");
+    assert!(failing.contains("allocations per response grew most") && failing.contains("round 3"), "{failing}");
 }
 
 #[test]

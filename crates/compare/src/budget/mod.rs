@@ -13,6 +13,7 @@ pub mod callgrind;
 pub mod file;
 pub mod judge;
 pub mod meter;
+pub mod report;
 pub mod syscalls;
 
 use std::path::PathBuf;
@@ -60,6 +61,9 @@ pub struct BudgetArgs {
     /// Measure binaries older than their sources (a gate on them says nothing about the sources).
     #[arg(long)]
     pub allow_stale: bool,
+    /// Where the record goes [default: <repo>/bench/results]: <dir>/<stamp>/<stamp>-<host>-budget.md.
+    #[arg(long, env = "COMPARE_BUDGET_OUT_DIR")]
+    pub out_dir: Option<PathBuf>,
 }
 
 /// The tools the gate measures with, each with the package that has it.
@@ -101,36 +105,57 @@ pub fn command(args: &BudgetArgs) -> ExitCode {
         eprintln!("budget: cannot measure, missing {}: run bash scripts/install-test-deps.sh", missing.join(", "));
         return ExitCode::from(2);
     }
+    let results_dir = crate::plan::paths::results_dir(&paths.repo, &cwd, args.out_dir.as_deref());
     let cfg = Config { allow_stale: args.allow_stale, ..config(paths, &cells, server_cores, loader_cores) };
-    match measure_all(&cfg, &cells, rounds, args.update) {
-        Ok(measured) if args.update => match judge::update(&path, &cells, &measured) {
-            Ok(()) => {
-                let updated = file::read(&path).unwrap_or(cells);
-                println!("{}", judge::table(&updated, &measured, None));
-                eprintln!("budget: wrote {} and its profile", path.display());
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("budget: {e:#}");
-                ExitCode::from(2)
-            }
-        },
-        Ok(measured) => {
-            let profile = judge::read_profile(&judge::profile_path(&path)).unwrap_or_default();
-            let verdicts: Vec<Verdict> = cells.iter().zip(&measured).map(|(c, m)| judge::verdict(c, m)).collect();
-            println!("{}", judge::table(&cells, &measured, Some(&verdicts)));
-            for ((cell, m), v) in cells.iter().zip(&measured).zip(&verdicts) {
-                if v.instructions_over() || v.allocations_over() {
-                    println!("{}", judge::growth(cell, m, &profile, v));
-                }
-            }
-            if verdicts.iter().any(|v| !v.passed()) { ExitCode::from(1) } else { ExitCode::SUCCESS }
-        }
+    let run = match measure_all(&cfg, &cells, rounds, args.update) {
+        Ok(run) => run,
         Err(e) => {
             eprintln!("budget: cannot measure: {e:#}");
-            ExitCode::from(2)
+            return ExitCode::from(2);
         }
+    };
+    let measured = &run.measurements;
+    let (outcome, body, code) = if args.update {
+        if let Err(e) = judge::update(&path, &cells, measured) {
+            eprintln!("budget: {e:#}");
+            return ExitCode::from(2);
+        }
+        eprintln!("budget: wrote {} and its profile", path.display());
+        let updated = file::read(&path).unwrap_or(cells);
+        (format!("{} rewritten", path.display()), judge::table(&updated, measured, None), ExitCode::SUCCESS)
+    } else {
+        let profile = judge::read_profile(&judge::profile_path(&path)).unwrap_or_default();
+        let verdicts: Vec<Verdict> = cells.iter().zip(measured).map(|(c, m)| judge::verdict(c, m)).collect();
+        let mut body = judge::table(&cells, measured, Some(&verdicts));
+        let mut over = Vec::new();
+        for ((cell, m), v) in cells.iter().zip(measured).zip(&verdicts) {
+            if v.instructions_over() || v.allocations_over() {
+                body.push_str(&judge::growth(cell, m, &profile, v));
+            }
+            if !v.passed() {
+                over.push(cell.name());
+            }
+        }
+        match over.len() {
+            0 => (format!("every cell within budget ({})", cells.len()), body, ExitCode::SUCCESS),
+            n => (format!("{n} of {} cells over budget: {}", cells.len(), over.join(", ")), body, ExitCode::from(1)),
+        }
+    };
+    println!("{body}");
+    let record = report::Record { meta: &run.meta, outcome, body: &body, rounds: &run.rounds };
+    match report::write(&results_dir, &record) {
+        Ok(file) => eprintln!("budget: recorded in {}", file.display()),
+        Err(e) => eprintln!("budget: {e:#}"),
     }
+    code
+}
+
+/// What [`measure_all`] measured: each cell's rounds, the run's identity (command, machine, build), and one
+/// line per measurement as printed.
+struct Run {
+    measurements: Vec<Measurement>,
+    meta: crate::records::RunMeta,
+    rounds: Vec<String>,
 }
 
 /// A comparison's settings for the cells' workloads on rust alone: the databases, data and checks the
@@ -173,7 +198,7 @@ fn config(paths: Paths, cells: &[Cell], server_cores: Cores, loader_cores: Cores
 }
 
 /// Every cell measured `rounds` times (a cell over budget, up to three), in the file's order.
-fn measure_all(cfg: &Config, cells: &[Cell], rounds: u32, update: bool) -> anyhow::Result<Vec<Measurement>> {
+fn measure_all(cfg: &Config, cells: &[Cell], rounds: u32, update: bool) -> anyhow::Result<Run> {
     let records = tempfile::tempdir().context("temp dir")?;
     let cfg = Config { out_dir: records.path().to_path_buf(), ..cfg.clone() };
     let prepared = crate::run::prepare(&cfg)?;
@@ -183,6 +208,7 @@ fn measure_all(cfg: &Config, cells: &[Cell], rounds: u32, update: bool) -> anyho
     let dir = shared.work.join("budget");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut out: Vec<Option<Measurement>> = vec![None; cells.len()];
+    let mut lines = Vec::new();
     for &w in &cfg.workloads {
         let mut wr = crate::run::workload_run(&cfg, &shared, w)?;
         let valid = crate::run::checks::checked(&mut wr, &mut recorder, shared.work)?;
@@ -199,7 +225,7 @@ fn measure_all(cfg: &Config, cells: &[Cell], rounds: u32, update: bool) -> anyho
                 let tag = format!("{}-{}-{round}", cell.server, w.name());
                 let ins = meter::instructions(&wr, cell, &dir, &tag).with_context(|| cell.name())?;
                 let sys = meter::syscalls(&wr, cell, &dir, &tag).with_context(|| cell.name())?;
-                eprintln!(
+                let line = format!(
                     "budget: {} round {round}: {:.0} instructions outside the allocator ({:.0} in it), {:.2} \
                      allocations, {:.2} syscalls per response",
                     cell.name(),
@@ -208,10 +234,13 @@ fn measure_all(cfg: &Config, cells: &[Cell], rounds: u32, update: bool) -> anyho
                     ins.allocations_per_response(),
                     sys.per_response()
                 );
+                eprintln!("{line}");
+                lines.push(line);
                 m.push(ins, sys);
             }
             out[i] = Some(m);
         }
     }
-    Ok(out.into_iter().map(Option::unwrap_or_default).collect())
+    let measurements = out.into_iter().map(Option::unwrap_or_default).collect();
+    Ok(Run { measurements, meta: shared.meta.clone(), rounds: lines })
 }
