@@ -75,8 +75,10 @@ fn update_then_the_gate_passes_the_same_binary_and_fails_a_budget_below_it() {
     assert!(all.contains("**over budget**: instructions +"), "{all}");
     assert!(all.contains("allocations +1.0"), "{all}");
     assert!(all.contains("flight-rs/hello-bare round 3"), "an over-budget cell is measured three times:\n{all}");
-    assert!(all.contains("the 10 functions whose own instructions per response grew most"), "{all}");
-    assert!(all.contains("the 10 functions whose allocations per response grew most"), "{all}");
+    // The same binary as the profile's: the budget moved, not the code, so what grew is noise or nothing;
+    // each figure over budget still gets its section.
+    assert!(all.contains("own instructions per response grew"), "{all}");
+    assert!(all.contains("allocations per response grew"), "{all}");
     // Each run's record: the update's, the pass's and this failure's, which keeps what was printed.
     let written: Vec<_> = std::fs::read_dir(records(&file))
         .expect("records")
@@ -90,7 +92,7 @@ fn update_then_the_gate_passes_the_same_binary_and_fails_a_budget_below_it() {
         written.iter().map(|f| std::fs::read_to_string(f).expect("record")).find(|t| t.contains("over budget"));
     let failing = failing.expect("the failing run's record");
     assert!(failing.starts_with("# compare budget: 1 of 2 cells over budget: flight-rs/hello-bare\n"), "{failing}");
-    assert!(failing.contains("allocations per response grew most") && failing.contains("round 3"), "{failing}");
+    assert!(failing.contains("allocations per response grew") && failing.contains("round 3"), "{failing}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `compare budget`: the performance gate. For each cell of the budget file (bench/budget.toml), the rust
 //! server's user-space instructions per response under callgrind and its system calls per response under
 //! strace, measured on a fixed short load with the warmup left out; compared with the budget, a cell over it
-//! fails the gate (exit 1) and the functions whose instructions grew most are printed against the profile
+//! fails the gate (exit 1) and the functions whose instructions or allocations grew are printed against the profile
 //! committed beside the budget. `--update` measures each cell over several rounds and rewrites both files.
 //!
 //! Instructions, not time: this VM's wall-clock figures move ±20% from round to round, while callgrind's
