@@ -106,6 +106,7 @@ pub fn command(args: &BudgetArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let results_dir = crate::plan::paths::results_dir(&paths.repo, &cwd, args.out_dir.as_deref());
+    let folder = crate::plan::paths::ResultFolder::now(&results_dir);
     let cfg = Config { allow_stale: args.allow_stale, ..config(paths, &cells, server_cores, loader_cores) };
     let run = match measure_all(&cfg, &cells, rounds, args.update) {
         Ok(run) => run,
@@ -143,7 +144,7 @@ pub fn command(args: &BudgetArgs) -> ExitCode {
     };
     println!("{body}");
     let record = report::Record { meta: &run.meta, outcome, body: &body, rounds: &run.rounds };
-    match report::write(&results_dir, &record) {
+    match report::write(&folder, &record) {
         Ok(file) => eprintln!("budget: recorded in {}", file.display()),
         Err(e) => eprintln!("budget: {e:#}"),
     }

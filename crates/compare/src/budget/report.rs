@@ -3,7 +3,7 @@
 //! like every other result.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::Context;
@@ -23,9 +23,8 @@ pub struct Record<'a> {
     pub rounds: &'a [String],
 }
 
-/// Writes `record` into a new folder of `results_dir`; returns the file.
-pub fn write(results_dir: &Path, record: &Record<'_>) -> anyhow::Result<PathBuf> {
-    let folder = ResultFolder::now(results_dir);
+/// Writes `record` into `folder` (the run's, stamped when it started); returns the file.
+pub fn write(folder: &ResultFolder, record: &Record<'_>) -> anyhow::Result<PathBuf> {
     let path = folder.file(&record.meta.machine.hostname, "-budget.md");
     std::fs::create_dir_all(&folder.dir).with_context(|| format!("creating {}", folder.dir.display()))?;
     std::fs::write(&path, render(record)).with_context(|| format!("writing {}", path.display()))?;
@@ -40,8 +39,7 @@ pub fn render(r: &Record<'_>) -> String {
     let _ = writeln!(out, "- Machine: {}", r.meta.machine);
     let layout = &r.meta.layout;
     let _ = writeln!(out, "- Cores: servers {}, loadgen and compare {}", layout.server_cores, layout.loader_cores);
-    let _ = writeln!(out, "- Tools: {}, {}", version("valgrind", "--version"), version("strace", "-V"));
-    let _ = writeln!(out, "- Run: {}\n", r.meta.run_id);
+    let _ = writeln!(out, "- Tools: {}, {}\n", version("valgrind", "--version"), version("strace", "-V"));
     out.push_str(r.body.trim_end());
     out.push_str("\n\n## Each measurement\n\n```\n");
     for line in r.rounds {
@@ -79,7 +77,7 @@ mod tests {
         let record =
             Record { meta: &meta, outcome: "every cell within budget".into(), body: "| table |\n", rounds: &rounds };
         let dir = tempfile::tempdir().expect("temp dir");
-        let path = write(dir.path(), &record).expect("written");
+        let path = write(&ResultFolder::now(dir.path()), &record).expect("written");
         let text = std::fs::read_to_string(&path).expect("reads");
         assert!(path.file_name().is_some_and(|n| n.to_string_lossy().ends_with("-budget.md")), "{path:?}");
         assert!(text.starts_with("# compare budget: every cell within budget\n"), "{text}");
