@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # The test command (README, and .ci/run): installs what tests need, then format check, clippy with
 # warnings as errors, every test in the workspace (debug build; real redis-server, PostgreSQL, sockets), the
-# compose stack built and run on podman, and a bounded fuzzing run of every fuzz target.
+# compose stack built and run on podman, the performance gate on the release build (compare budget:
+# instructions, allocations and syscalls per response against bench/budget.toml), and a bounded fuzzing run
+# of every fuzz target.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# Each step says when it started (minutes:seconds since this script did): the command's 50-minute budget is
+# spent where the log says.
+step() { printf '== %s (at %dm%02ds)\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
+
 bash scripts/install-test-deps.sh
 
-# The fuzz targets' release build (about 14 CPU-minutes here) needs nothing from the steps below, so it starts
+# The fuzz targets' release build (about 11 CPU-minutes here) needs nothing from the steps below, so it starts
 # now under SCHED_IDLE: it only gets CPU time that lint, build and tests leave idle (they preempt it at once),
 # and the fuzz step at the end finds it built. Job control (`set -m`) gives it a process group of its own, so
 # an early exit can kill all of it; not `setsid`, whose new session would put it in its own scheduler
@@ -20,25 +26,45 @@ bash scripts/install-test-deps.sh
 # p99) failed in two clean-clone runs out of two, and with it held to one core a quick compare run lost a
 # PostgreSQL-backed cell to a stall; the price is a few minutes of build after the tests.
 bash scripts/fuzz.sh --fetch-only
+# The workspace's crates on disk before anything builds: a background build stopped while it held cargo's
+# package cache lock would hold up every cargo command after it.
+cargo fetch --locked
 fuzz_build_log="$(mktemp)"
+# The performance gate's release binaries build the same way, beside it: bench/setup.sh's release build (the
+# same packages, so the same features, as the budget's figures; about 11 CPU-minutes from clean).
+release_build_log="$(mktemp)"
 set -m
 chrt --idle 0 bash scripts/fuzz.sh --build-only >"$fuzz_build_log" 2>&1 &
 fuzz_build=$!
+chrt --idle 0 bash bench/setup.sh --rust-only >"$release_build_log" 2>&1 &
+release_build=$!
 set +m
+background() { # signal both background builds' groups
+  kill "$1" -- -"$fuzz_build" 2>/dev/null || true
+  kill "$1" -- -"$release_build" 2>/dev/null || true
+}
 # A stopped group gets its SIGTERM once continued.
-trap 'kill -- -"$fuzz_build" 2>/dev/null || true; kill -CONT -- -"$fuzz_build" 2>/dev/null || true; rm -f "$fuzz_build_log"' EXIT
+trap 'background -TERM; background -CONT; rm -f "$fuzz_build_log" "$release_build_log"' EXIT
+# A background build's exit status, its log printed when it failed.
+built() {
+  if ! wait "$1"; then
+    cat "$2" >&2
+    echo "== the $3 build failed (above)" >&2
+    exit 1
+  fi
+}
 
-echo "== cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy -D warnings"
+step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== build"
+step "build"
 # One build of every target before any test runs: the tests that start a workspace binary as a child process
 # take the one cargo built here (testkit::workspace::binary fails on a binary older than its sources), and no
 # test runs cargo itself, so none waits on the cargo lock.
 cargo build --workspace --all-targets --locked
-echo "== tests"
-kill -STOP -- -"$fuzz_build" 2>/dev/null || true
+step "tests"
+background -STOP
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast
   # loadgen's tests again on its other engine: the run above took io_uring where the kernel allows it. A filter
@@ -51,29 +77,36 @@ else
   cargo test --workspace --locked --no-fail-fast
   LOADGEN_ENGINE=epoll cargo test -p loadgen --locked --no-fail-fast
 fi
-kill -CONT -- -"$fuzz_build" 2>/dev/null || true
+background -CONT
 # The peers' HTTPS (bench/peers/tls.mjs): each TLS peer's answer, pinned suite and group, resumption on and
 # off, plaintext refused on the TLS port, bad settings exit 64 (about 11 s).
-echo "== peers over TLS"
+step "peers over TLS"
 bash bench/peers/test-tls.sh
 # The peers' HTTP/2 (HTTP2=on, bench/peers/http2.mjs): h2 over TLS and h2c answers equal to the HTTP/1.1 ones,
 # no connection-specific header, 16 streams on one connection, two processes, HTTP2=bogus exits 64 (about 35 s).
-echo "== peers over HTTP/2"
+step "peers over HTTP/2"
 bash bench/peers/test-h2.sh
 # The container stack, for real (scripts/compose-check.sh, deploy/podman/README.md): every image built, the
 # stack up on podman, checked from the host, a PostgreSQL outage, down. The images take the binaries built
 # above (debug info stripped), so no second, release build of the workspace runs inside a container; the
 # Dockerfile's own from-source build is `bash scripts/compose-check.sh` without --binaries, by hand.
-echo "== compose check"
+# Before the performance gate: the background builds use what this check leaves idle while it waits on
+# containers and health checks.
+step "compose check"
 bash scripts/compose-check.sh --binaries target/debug
+# The performance gate (crates/compare/README.md, "The budget"): each cell of bench/budget.toml, the release
+# build's instructions, allocations and syscalls per response under callgrind and strace (about 2 minutes).
+# Alone on the machine: the fuzz build waits (instruction and allocation counts would not move; a Redis-backed
+# cell's syscalls per response do with timing). Its record goes to target/budget-results.
+step "performance budget (waits for the release build)"
+built "$release_build" "$release_build_log" release
+kill -STOP -- -"$fuzz_build" 2>/dev/null || true
+target/debug/compare budget --bin-dir target/release --out-dir target/budget-results
+kill -CONT -- -"$fuzz_build" 2>/dev/null || true
 # Coverage-guided fuzzing, bounded: 20 s per target here (FUZZ_SECONDS to change; longer by hand with
 # `bash scripts/fuzz.sh 600`). A crash fails the run and prints the input and how to reproduce it.
-echo "== fuzz"
-if ! wait "$fuzz_build"; then
-  cat "$fuzz_build_log" >&2
-  echo "== the fuzz targets' build failed (above)" >&2
-  exit 1
-fi
-trap 'rm -f "$fuzz_build_log"' EXIT
+step "fuzz (waits for the fuzz targets' build)"
+built "$fuzz_build" "$fuzz_build_log" "fuzz targets'"
+trap 'rm -f "$fuzz_build_log" "$release_build_log"' EXIT
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
-echo "== all tests passed"
+step "all tests passed"
