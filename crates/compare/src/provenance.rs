@@ -151,10 +151,12 @@ fn git_state(repo: &Path) -> GitState {
     GitState { commit: Some(commit), dirty: Some(!changed.is_empty()), changed, diff_sha256 }
 }
 
-/// The rustc a binary was built by: the `rustc version …` string rustc leaves in its `.comment` section.
+/// The rustc a binary was built by: the `rustc version …` string rustc leaves in its `.comment` section. The
+/// first occurrence followed by a version number: compare's own binary also holds the bare mark (this
+/// function's constant) among its other strings, and a debug build put that one first.
 fn compiler(binary: &[u8]) -> Option<String> {
     const MARK: &[u8] = b"rustc version ";
-    let at = binary.windows(MARK.len()).position(|w| w == MARK)?;
+    let at = binary.windows(MARK.len() + 1).position(|w| w.starts_with(MARK) && w[MARK.len()].is_ascii_digit())?;
     let end = binary[at..].iter().position(|&b| b == 0 || b == b'\n').map_or(binary.len(), |n| at + n);
     std::str::from_utf8(&binary[at..end]).ok().map(str::to_string)
 }
@@ -201,6 +203,8 @@ mod tests {
         let bytes = b"\x7fELF junk\0GCC: (Debian 12.2.0)\0rustc version 1.95.0 (59807616e 2026-04-14)\0more";
         assert_eq!(compiler(bytes).as_deref(), Some("rustc version 1.95.0 (59807616e 2026-04-14)"));
         assert_eq!(compiler(b"no compiler here"), None);
+        let decoy = b"rustc version git-C#f28e2bbun\0GCC\0rustc version 1.95.0 (59807616e 2026-04-14)\0";
+        assert_eq!(compiler(decoy).as_deref(), Some("rustc version 1.95.0 (59807616e 2026-04-14)"), "the mark alone");
     }
 
     #[test]

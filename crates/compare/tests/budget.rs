@@ -51,6 +51,14 @@ fn update_then_the_gate_passes_the_same_binary_and_fails_a_budget_below_it() {
     assert!(profile.lines().any(|l| l.starts_with("flight-rs/hello-bare\t")), "{profile}");
     assert!(profile.lines().any(|l| l.starts_with("loadgen/hello-bare\t")), "{profile}");
 
+    // A debug build's counts move with timing where a release build's do not (loadgen's allocations per request
+    // were 0.18 and 0.24 in two runs beside other tests): the tolerances one round wrote are widened, as the
+    // test is of the gate's behaviour, not of a debug build's repeatability.
+    let written = written
+        .replace("tolerance = \"2%\"", "tolerance = \"10%\"")
+        .replace("allocations_tolerance = 0.05", "allocations_tolerance = 0.50")
+        .replace("syscalls_tolerance = 0.05", "syscalls_tolerance = 0.50");
+    std::fs::write(&file, &written).expect("write the widened budget");
     let out = budget(&file, &[]);
     assert_eq!(out.status.code(), Some(0), "the same binary is within its budget:\n{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("| flight-rs/hello-bare |"), "{}", text(&out));
@@ -68,12 +76,13 @@ fn update_then_the_gate_passes_the_same_binary_and_fails_a_budget_below_it() {
             &format!("allocations = {:.2}\n", flight.allocations - 1.0),
             1,
         );
+    assert!(tight.matches("_tolerance = 0.50").count() == 4 && tight.contains(&format!("= {cut}\n")), "{tight}");
     std::fs::write(&file, tight).expect("write the tight budget");
     let out = budget(&file, &[]);
     let all = text(&out);
     assert_eq!(out.status.code(), Some(1), "over budget:\n{all}");
     assert!(all.contains("**over budget**: instructions +"), "{all}");
-    assert!(all.contains("allocations +1.0"), "{all}");
+    assert!(all.contains(", allocations +"), "about one per response over: {all}");
     assert!(all.contains("flight-rs/hello-bare round 3"), "an over-budget cell is measured three times:\n{all}");
     // The same binary as the profile's: the budget moved, not the code, so what grew is noise or nothing;
     // each figure over budget still gets its section.

@@ -148,8 +148,8 @@ fn calibrate(args: &[&str], path: Option<&Path>) -> Output {
     cmd.output().expect("run compare calibrate")
 }
 
-/// `compare calibrate --quick ARGS` on the test's cores into a fresh folder: its exit code (0 or 1, else the test
-/// fails with its output) and its Markdown, checked to be the one file written and what stdout printed.
+/// `compare calibrate --quick ARGS` on the test's cores into a fresh folder: its exit code (0 or 1, or 2 with
+/// every server loader-bound; else the test fails with its output) and its Markdown, checked to be the one file written and what stdout printed.
 fn quick_calibration(args: &[&str]) -> (i32, String) {
     common::loadgen();
     let out = tempfile::tempdir().expect("temp dir");
@@ -163,7 +163,12 @@ fn quick_calibration(args: &[&str]) -> (i32, String) {
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
     let code = run.status.code().unwrap_or(-1);
-    assert!(matches!(code, 0 | 1), "compare calibrate exited {}:\n{stdout}\n{stderr}", run.status);
+    // Every server loader-bound is an outcome calibrate reports (exit 2, "incomplete"), not a failure of the
+    // tool: beside other tests on 2 cores a debug TLS server stayed under 90% busy with wrk (88%) in a
+    // clean-clone run. Any other exit 2 (a run that failed) still fails the test.
+    let verdicts: Vec<&str> = stdout.lines().filter(|l| l.starts_with("- ") && l.contains(": **")).collect();
+    let loader_bound = code == 2 && !verdicts.is_empty() && verdicts.iter().all(|l| l.contains("**loader-bound**"));
+    assert!(matches!(code, 0 | 1) || loader_bound, "compare calibrate exited {}:\n{stdout}\n{stderr}", run.status);
     let files = common::result_files(out.path());
     assert_eq!(files.len(), 1, "{files:?}");
     let name = files[0].file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -207,12 +212,16 @@ fn quick_calibration_on_the_floor_and_node() {
             .any(|w| md.contains(&format!("- {server}: **{w}**")));
         assert!(said, "no verdict for {server}:\n{md}");
     }
-    // 0 exactly when no judged server disagrees or is inconclusive (a loader-bound one is not judged). The
-    // floor is usually loader-bound here, but with its core fully busy it is judged too.
+    // 0 exactly when no judged server disagrees or is inconclusive (a loader-bound one is not judged), 2 when
+    // none was judged. The floor is usually loader-bound here, but with its core fully busy it is judged too.
     let unsettled = ["floor", "node"]
         .iter()
         .any(|s| md.contains(&format!("- {s}: **disagree**")) || md.contains(&format!("- {s}: **inconclusive**")));
-    assert_eq!(code == 0, !unsettled, "{md}");
+    let none_judged = ["floor", "node"].iter().all(|s| md.contains(&format!("- {s}: **loader-bound**")));
+    assert_eq!(code == 2, none_judged, "{md}");
+    if !none_judged {
+        assert_eq!(code == 0, !unsettled, "{md}");
+    }
     // Every loader's own CPU was read at its exit, so every efficiency cell has a figure.
     let efficiency = md.split("## Loader efficiency").nth(1).expect("efficiency section");
     for server in ["floor", "node"] {
