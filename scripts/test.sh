@@ -31,19 +31,8 @@ set -m
 chrt --idle 0 bash scripts/fuzz.sh --build-only >"$fuzz_build_log" 2>&1 &
 fuzz_build=$!
 set +m
-background() { # signal the background build's group
-  kill "$1" -- -"$fuzz_build" 2>/dev/null || true
-}
 # A stopped group gets its SIGTERM once continued.
-trap 'background -TERM; background -CONT; rm -f "$fuzz_build_log"' EXIT
-# The background build's exit status, its log printed when it failed.
-built() {
-  if ! wait "$1"; then
-    cat "$2" >&2
-    echo "== the $3 build failed (above)" >&2
-    exit 1
-  fi
-}
+trap 'kill -- -"$fuzz_build" 2>/dev/null || true; kill -CONT -- -"$fuzz_build" 2>/dev/null || true; rm -f "$fuzz_build_log"' EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -55,7 +44,7 @@ step "build"
 # test runs cargo itself, so none waits on the cargo lock.
 cargo build --workspace --all-targets --locked
 step "tests"
-background -STOP
+kill -STOP -- -"$fuzz_build" 2>/dev/null || true
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast
   # loadgen's tests again on its other engine: the run above took io_uring where the kernel allows it. A filter
@@ -68,7 +57,7 @@ else
   cargo test --workspace --locked --no-fail-fast
   LOADGEN_ENGINE=epoll cargo test -p loadgen --locked --no-fail-fast
 fi
-background -CONT
+kill -CONT -- -"$fuzz_build" 2>/dev/null || true
 # The peers' HTTPS (bench/peers/tls.mjs): each TLS peer's answer, pinned suite and group, resumption on and
 # off, plaintext refused on the TLS port, bad settings exit 64 (about 11 s).
 step "peers over TLS"
@@ -86,7 +75,11 @@ bash scripts/compose-check.sh --binaries target/debug
 # Coverage-guided fuzzing, bounded: 20 s per target here (FUZZ_SECONDS to change; longer by hand with
 # `bash scripts/fuzz.sh 600`). A crash fails the run and prints the input and how to reproduce it.
 step "fuzz (waits for the fuzz targets' build)"
-built "$fuzz_build" "$fuzz_build_log" "fuzz targets'"
+if ! wait "$fuzz_build"; then
+  cat "$fuzz_build_log" >&2
+  echo "== the fuzz targets' build failed (above)" >&2
+  exit 1
+fi
 trap 'rm -f "$fuzz_build_log"' EXIT
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 step "all tests passed"
