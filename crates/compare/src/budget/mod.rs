@@ -205,7 +205,8 @@ fn measure_all(cfg: &Config, cells: &[Cell], rounds: u32, update: bool) -> anyho
     let prepared = crate::run::prepare(&cfg)?;
     let crate::run::Prepared { sink, env, .. } = prepared;
     let shared = env.shared();
-    let mut recorder = Recorder::new(sink, Progress::new(0, 0.0));
+    // The steps it counts are the checks, one per workload (rust only): `[2/5] hello-default rust check`.
+    let mut recorder = Recorder::new(sink, Progress::new(cfg.workloads.len() * cfg.runtimes.len(), 0.0));
     let dir = shared.work.join("budget");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut out: Vec<Option<Measurement>> = vec![None; cells.len()];
