@@ -20,9 +20,10 @@ export CARGO_INCREMENTAL=0
 # Two builds need nothing from the steps below, so they start now in the background: the release binaries
 # of bench/setup.sh (the same packages, so the same features, as the performance gate's budget; about 11
 # CPU-minutes from clean) and the fuzz targets' build (about 11 more). Lint and the test build keep both
-# cores busy, so they get almost nothing until the tests start; the release build runs at nice 19 and the
-# fuzz build under SCHED_IDLE, so each takes only what the foreground leaves idle, and the release build,
-# which the gate waits for first, goes before the fuzz build. Job control (`set -m`) gives each a process group
+# cores busy, so they get almost nothing until the tests start: the release build runs at nice 19 (a weight
+# of 15 against the foreground's 1024, so about 1.5% of what it competes for) and the fuzz build under
+# SCHED_IDLE (only what is left idle), so the release build, which the gate waits for first, goes before the
+# fuzz build. Job control (`set -m`) gives each a process group
 # of its own, so an early exit can kill all of it; not `setsid`, whose new session would put it in its own
 # scheduler autogroup, which the kernel shares CPU with as an equal, nice or idle policy or not. Both are
 # stopped (SIGSTOP to the group) from the first test to the last and resumed after: SCHED_IDLE orders work
