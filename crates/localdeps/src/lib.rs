@@ -13,6 +13,7 @@
 mod binaries;
 mod child;
 mod owned_dir;
+mod port;
 mod postgres;
 mod redis;
 
@@ -22,6 +23,7 @@ use std::sync::Arc;
 pub use binaries::{INSTALL_HINT, find_in, search_dirs};
 pub use child::{PlainSpawner, Process, Spawner};
 pub use owned_dir::OwnedDir;
+pub use port::free_port;
 pub use postgres::{PgBin, Postgres, check_db_name, psql};
 pub use redis::Redis;
 
@@ -49,9 +51,4 @@ impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Options").field("cores", &self.cores).field("durable", &self.durable).finish_non_exhaustive()
     }
-}
-
-/// A port that was free a moment ago; the kernel does not hand the same ephemeral port out again right away.
-pub fn free_port() -> std::io::Result<u16> {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port())
 }

@@ -3,7 +3,6 @@
 //! calibrate all start servers through here.
 
 use std::fs::File;
-use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -30,9 +29,10 @@ fn scrubbed(key: &str) -> bool {
         || ["TLS_CERT", "TLS_KEY", "TLS_RESUME", "HTTP2"].contains(&key)
 }
 
-/// A port nothing listens on right now (a fresh one per start: no TIME_WAIT left from the last load).
+/// A port nothing listens on right now (a fresh one per start: no TIME_WAIT left from the last load), below
+/// the ephemeral range so no client connection takes it first (localdeps::free_port).
 pub fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?.port())
+    Ok(localdeps::free_port()?)
 }
 
 /// Where started servers keep temp files (their TMPDIR): beside their logs, inside the run's temp dir.
