@@ -23,9 +23,8 @@ export CARGO_INCREMENTAL=0
 # cores busy, so they get almost nothing until the tests start: the release build runs at nice 19 (a weight
 # of 15 against the foreground's 1024, so about 1.5% of what it competes for) and the fuzz build under
 # SCHED_IDLE (only what is left idle), so the release build, which the gate waits for first, goes before the
-# fuzz build. Job control (`set -m`) gives each a process group
-# of its own, so an early exit can kill all of it; not `setsid`, whose new session would put it in its own
-# scheduler autogroup, which the kernel shares CPU with as an equal, nice or idle policy or not. Both are
+# fuzz build. Job control (`set -m`) gives each a process group of its own, so an early exit can kill all of
+# it; not `setsid`, whose new session would put it in its own scheduler autogroup, which the kernel shares CPU with as an equal, nice or idle policy or not. Both are
 # stopped (SIGSTOP to the group) from the first test to the last and resumed after: SCHED_IDLE orders work
 # inside this machine only, and on the 2-vCPU guests this runs on the host takes CPU back in ~100 ms slices
 # whenever both vCPUs are busy (measured: a 1 ms sleep overshot by 100 ms nine times in 15 s beside two busy

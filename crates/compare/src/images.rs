@@ -222,7 +222,7 @@ fn first_answer(port: u16, deadline: Instant) -> anyhow::Result<()> {
 }
 
 fn one_start(bin: &Engine, spec: &ImageSpec, container_port: u16) -> anyhow::Result<f64> {
-    let host_port = crate::run::server::free_port()?;
+    let host_port = localdeps::free_port()?;
     let publish = format!("127.0.0.1:{host_port}:{container_port}");
     let began = Instant::now();
     let id = docker(bin, &["run", "-d", "--rm", "--pull", "never", "-p", &publish, &spec.reference])?;

@@ -29,12 +29,6 @@ fn scrubbed(key: &str) -> bool {
         || ["TLS_CERT", "TLS_KEY", "TLS_RESUME", "HTTP2"].contains(&key)
 }
 
-/// A port nothing listens on right now (a fresh one per start: no TIME_WAIT left from the last load), below
-/// the ephemeral range so no client connection takes it first (localdeps::free_port).
-pub fn free_port() -> anyhow::Result<u16> {
-    Ok(localdeps::free_port()?)
-}
-
 /// Where started servers keep temp files (their TMPDIR): beside their logs, inside the run's temp dir.
 fn server_tmp_dir(logdir: &std::path::Path) -> PathBuf {
     logdir.join("tmp")
@@ -63,7 +57,8 @@ impl Server {
             let (name, started, log) = (spec.name.clone(), Instant::now(), PathBuf::new());
             return Ok(Server { proc: None, pid, name, port, tls, h2c: spec.h2c, started, log });
         }
-        let port = free_port()?;
+        // A fresh port per start (no TIME_WAIT left from the last load), below the ephemeral range.
+        let port = localdeps::free_port()?;
         let subst = |s: &str| s.replace("{port}", &port.to_string());
         let log = logdir.join(format!("{}-{port}.log", spec.name));
         // A file, never a pipe: a pipe nobody drains would block the server.
